@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Validation of the module parameters.
+
+use kernel::prelude::*;
+
+/// The most pages a node's pool may hold: 1 GiB of 4 KiB pages.
+pub(crate) const MAX_CAPACITY: u32 = 1 << 18;
+
+/// The pool's size limits, in pages per NUMA node.
+///
+/// # Invariants
+///
+/// `1 <= low < high <= capacity <= MAX_CAPACITY`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Limits {
+    capacity: usize,
+    low: usize,
+    high: usize,
+}
+
+impl Limits {
+    /// Checks the parameters, saying which one is wrong if any is.
+    pub(crate) fn new(capacity: u32, low: u32, high: u32) -> Result<Self> {
+        if capacity == 0 || capacity > MAX_CAPACITY {
+            pr_err!("capacity={capacity} is out of range: 1..={MAX_CAPACITY} pages per node\n");
+            return Err(EINVAL);
+        }
+        if low == 0 {
+            pr_err!("low_watermark=0: the pool would never be refilled, use 1 or more\n");
+            return Err(EINVAL);
+        }
+        if low >= high {
+            pr_err!("low_watermark={low} must be below high_watermark={high}\n");
+            return Err(EINVAL);
+        }
+        if high > capacity {
+            pr_err!("high_watermark={high} must not exceed capacity={capacity}\n");
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked above; `u32` always fits in `usize` on the 64-bit kernels that have
+        // generic_pt.
+        Ok(Self {
+            capacity: capacity as usize,
+            low: low as usize,
+            high: high as usize,
+        })
+    }
+
+    /// The most pages a node's pool holds; returned pages beyond it are freed.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Below this many clean pages, the refill worker is started.
+    pub(crate) fn low(&self) -> usize {
+        self.low
+    }
+
+    /// The refill worker fills a node's pool up to this many pages.
+    pub(crate) fn high(&self) -> usize {
+        self.high
+    }
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The pool of spare table pages, per NUMA node, and the provider callbacks.
+//!
+//! A page is in one of three places:
+//!
+//! - `clean`: a [`ZeroedPage`], ready to become a table;
+//! - live: a raw `struct page` owned by C, a table that an IOMMU may walk. No Rust object refers
+//!   to it, so nothing in this module can touch or recycle it;
+//! - `dirty`: an [`Owned<ExclusivePage>`] with stale entries, which C returned through
+//!   [`TablePageProvider::recycle`] once no IOMMU can walk it. The refill worker zeroes it.
+//!
+//! Every path that runs from C ([`IommuPt::alloc`], [`IommuPt::recycle`]) only pops or pushes
+//! within reserved capacity under an IRQ-safe spinlock: it never allocates and never sleeps.
+
+use crate::{
+    params::Limits,
+    refill::Refiller,
+    stats::Stats, //
+};
+use core::fmt;
+use kernel::{
+    alloc::{
+        flags::{
+            GFP_KERNEL,
+            __GFP_NOWARN, //
+        },
+        Flags,
+        NumaNode, //
+    },
+    iommu::pages::{
+        TablePageProvider,
+        ZeroedPage, //
+    },
+    page::ExclusivePage,
+    prelude::*,
+    sync::{
+        atomic::Relaxed,
+        Arc, //
+    },
+    types::Owned,
+    workqueue::OwnedQueue,
+};
+
+/// The most NUMA nodes the pool keeps pages for; requests for other nodes go to C.
+const MAX_NODES: usize = 64;
+
+/// Spare pages of one NUMA node.
+///
+/// # Invariants
+///
+/// `clean.len() + dirty.len() <= capacity`, and both vectors have room for `capacity` elements,
+/// so pushing a page within the limit never allocates.
+pub(crate) struct NodePool {
+    clean: KVec<ZeroedPage>,
+    dirty: KVec<Owned<ExclusivePage>>,
+    capacity: usize,
+}
+
+impl NodePool {
+    fn new(capacity: usize) -> Result<Self> {
+        // INVARIANT: Both vectors are empty and have room for `capacity` pages.
+        Ok(Self {
+            clean: KVec::with_capacity(capacity, GFP_KERNEL)?,
+            dirty: KVec::with_capacity(capacity, GFP_KERNEL)?,
+            capacity,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.clean.len() + self.dirty.len()
+    }
+
+    fn push_clean(&mut self, page: ZeroedPage) -> Result<(), ZeroedPage> {
+        if self.len() >= self.capacity {
+            return Err(page);
+        }
+        self.clean.push_within_capacity(page).map_err(|e| e.0)
+    }
+
+    fn push_dirty(&mut self, page: Owned<ExclusivePage>) -> Result<(), Owned<ExclusivePage>> {
+        if self.len() >= self.capacity {
+            return Err(page);
+        }
+        self.dirty.push_within_capacity(page).map_err(|e| e.0)
+    }
+}
+
+/// The state behind [`POOL`].
+pub(crate) struct PoolState {
+    limits: Option<Limits>,
+    /// The node of the CPU that loaded the module, used for `NUMA_NO_NODE` requests.
+    home: usize,
+    /// Indexed by node id; `None` until the worker creates the node's pool.
+    nodes: KVec<Option<NodePool>>,
+    /// A node that was asked for and has no pool yet.
+    wanted: Option<usize>,
+    queue: Option<OwnedQueue>,
+    refiller: Option<Arc<Refiller>>,
+}
+
+impl PoolState {
+    const EMPTY: Self = Self {
+        limits: None,
+        home: 0,
+        nodes: KVec::new(),
+        wanted: None,
+        queue: None,
+        refiller: None,
+    };
+
+    fn node_index(&self, nid: NumaNode) -> usize {
+        nid.id().unwrap_or(self.home)
+    }
+
+    fn node(&mut self, idx: usize) -> Option<&mut NodePool> {
+        self.nodes.get_mut(idx).and_then(Option::as_mut)
+    }
+
+    /// Starts the refill worker, unless it is already queued.
+    fn kick(&self) {
+        if let (Some(queue), Some(refiller)) = (&self.queue, &self.refiller) {
+            // An `Err` means the work is already queued, which is all we want.
+            let _ = queue.enqueue(refiller.clone());
+        }
+    }
+
+    /// The pool's size limits, once initialised.
+    pub(crate) fn limits(&self) -> Option<Limits> {
+        self.limits
+    }
+
+    /// Counts clean and dirty pages over all nodes.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        self.nodes.iter().flatten().fold((0, 0), |(c, d), n| {
+            (c + n.clean.len(), d + n.dirty.len())
+        })
+    }
+
+    /// The number of pages the pool holds for `nid`.
+    pub(crate) fn node_len(&self, nid: NumaNode) -> usize {
+        let idx = self.node_index(nid);
+        self.nodes
+            .get(idx)
+            .and_then(Option::as_ref)
+            .map_or(0, NodePool::len)
+    }
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: `init()` is called in `pool::init()`, the first thing module init does with it.
+    pub(crate) unsafe(uninit) static POOL: SpinLockIrq<PoolState> = PoolState::EMPTY;
+}
+
+/// The pool's counters.
+pub(crate) static STATS: Stats = Stats::new();
+
+/// Sets up the pool and fills the home node's share up to the high watermark.
+pub(crate) fn init(limits: Limits) -> Result {
+    // SAFETY: Called once per module load, before anything else uses `POOL`.
+    unsafe { POOL.init() };
+
+    let mut nodes = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
+    for _ in 0..MAX_NODES {
+        nodes.push(None, GFP_KERNEL)?;
+    }
+    // The page allocator's choice for `NUMA_NO_NODE` is the node of this CPU.
+    let home = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
+    let home_idx = usize::try_from(home.nid()).map_err(|_| EINVAL)?;
+    if home_idx >= MAX_NODES {
+        pr_err!("node {home_idx} is beyond the {MAX_NODES} nodes the pool supports\n");
+        return Err(EINVAL);
+    }
+    let mut home_pool = NodePool::new(limits.capacity())?;
+    home_pool.push_clean(home).map_err(|_| EINVAL)?;
+    nodes[home_idx] = Some(home_pool);
+
+    let queue = OwnedQueue::new(c"iommu_pt", 0)?;
+    let refiller = Refiller::new()?;
+    {
+        let mut pool = POOL.lock();
+        pool.limits = Some(limits);
+        pool.home = home_idx;
+        pool.nodes = nodes;
+        pool.queue = Some(queue);
+        pool.refiller = Some(refiller);
+    }
+    refill();
+    Ok(())
+}
+
+/// Stops the worker and frees every spare page. Called after the provider is unregistered, so
+/// no callback runs any more.
+pub(crate) fn exit() {
+    let (queue, refiller, nodes) = {
+        let mut pool = POOL.lock();
+        (
+            pool.queue.take(),
+            pool.refiller.take(),
+            core::mem::take(&mut pool.nodes),
+        )
+    };
+    drop(refiller);
+    // Destroying the queue runs a still queued refill to completion. It finds no nodes.
+    drop(queue);
+    // Frees the spare pages and the vectors, outside the spinlock.
+    drop(nodes);
+}
+
+/// The provider of table pages: this module's pool.
+pub(crate) struct IommuPt;
+
+impl TablePageProvider for IommuPt {
+    fn alloc(nid: NumaNode, _flags: Flags) -> Option<ZeroedPage> {
+        STATS.allocs.add(1, Relaxed);
+        let page = {
+            let mut pool = POOL.lock();
+            let idx = pool.node_index(nid);
+            let low = pool.limits.map_or(0, |l| l.low());
+            let (page, kick) = match pool.node(idx) {
+                Some(node) => {
+                    let page = node.clean.pop();
+                    (page, node.clean.len() < low)
+                }
+                None if idx < MAX_NODES => {
+                    pool.wanted = Some(idx);
+                    (None, true)
+                }
+                None => (None, false),
+            };
+            if kick {
+                pool.kick();
+            }
+            page
+        };
+        match page {
+            Some(_) => {
+                STATS.hits.add(1, Relaxed);
+                STATS.outstanding.add(1, Relaxed);
+            }
+            None => STATS.fallbacks.add(1, Relaxed),
+        }
+        page
+    }
+
+    fn recycle(page: Owned<ExclusivePage>) {
+        STATS.frees.add(1, Relaxed);
+        STATS.outstanding.add(-1, Relaxed);
+        let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
+        let over = {
+            let mut pool = POOL.lock();
+            let res = match pool.node(idx) {
+                Some(node) => node.push_dirty(page),
+                None => Err(page),
+            };
+            if res.is_ok() {
+                pool.kick();
+            }
+            res.err()
+        };
+        if let Some(page) = over {
+            STATS.frees_over_capacity.add(1, Relaxed);
+            // Freed to the page allocator, outside the spinlock.
+            drop(page);
+        }
+    }
+}
+
+/// Zeroes the dirty pages, creates a wanted node's pool, and fills every node's pool up to the
+/// high watermark. Runs in the refill worker; may sleep.
+pub(crate) fn refill() {
+    STATS.worker_runs.add(1, Relaxed);
+
+    // Zero returned pages one at a time, outside the spinlock.
+    loop {
+        let dirty = {
+            let mut pool = POOL.lock();
+            pool.nodes
+                .iter_mut()
+                .flatten()
+                .find_map(|node| node.dirty.pop())
+        };
+        let Some(page) = dirty else {
+            break;
+        };
+        let page = ZeroedPage::zero(page);
+        STATS.zeroed.add(1, Relaxed);
+        put_clean(page);
+    }
+
+    let (wanted, limits) = {
+        let mut pool = POOL.lock();
+        (pool.wanted.take(), pool.limits)
+    };
+    let Some(limits) = limits else {
+        return;
+    };
+    if let Some(idx) = wanted {
+        if let Ok(node) = NodePool::new(limits.capacity()) {
+            let mut pool = POOL.lock();
+            if let Some(slot @ None) = pool.nodes.get_mut(idx) {
+                *slot = Some(node);
+            }
+        }
+    }
+
+    for idx in 0..MAX_NODES {
+        loop {
+            let short = {
+                let mut pool = POOL.lock();
+                pool.node(idx).is_some_and(|n| n.len() < limits.high())
+            };
+            if !short {
+                break;
+            }
+            let Ok(nid) = NumaNode::new(idx as i32) else {
+                break;
+            };
+            let Ok(page) = ZeroedPage::alloc_node(nid, GFP_KERNEL | __GFP_NOWARN) else {
+                break;
+            };
+            STATS.refills.add(1, Relaxed);
+            put_clean(page);
+        }
+    }
+}
+
+/// Puts a zeroed page into its node's pool, or frees it if the pool is full.
+fn put_clean(page: ZeroedPage) {
+    let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
+    let rejected = {
+        let mut pool = POOL.lock();
+        match pool.node(idx) {
+            Some(node) => node.push_clean(page).err(),
+            None => Some(page),
+        }
+    };
+    drop(rejected);
+}
+
+/// Writes the statistics file.
+pub(crate) fn show(f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let (clean, dirty) = POOL.lock().counts();
+    STATS.show(clean, dirty, f)
+}

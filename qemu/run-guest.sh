@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the guest kernel with virtme-ng inside the toolchain root: q35 with a
+# split irqchip, an emulated VT-d (interrupt remapping on) and an igb NIC for
+# VFIO, 4 GiB and 2 vCPUs. The guest sees the root's filesystem, with the
+# repository and the work directory at the same paths as on the host.
+#
+# usage: qemu/run-guest.sh [--mode legacy|scalable] [--append ARGS]
+#                          [--log FILE] [--timeout SECONDS] -- COMMAND...
+#
+# --mode legacy    second-stage tables (vtdss format), the default
+# --mode scalable  scalable mode with first-stage tables (x86_64 format)
+# IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
+
+. "$(dirname "$0")/../scripts/lib.sh"
+
+mode=legacy
+append=""
+logfile=""
+timeout=1800
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
+	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
+	--log) logfile=${2:?--log needs a file}; shift 2 ;;
+	--timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
+	--) shift; break ;;
+	*) die "run-guest.sh: unknown argument '$1' (see the usage at the top of qemu/run-guest.sh)" ;;
+	esac
+done
+[ $# -gt 0 ] || die "run-guest.sh: no guest command given after --"
+case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
+
+need_root
+mkdir -p "$OUT"
+kernel=$BUILD/arch/x86/boot/bzImage
+[ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
+
+# Strict mode: every unmap is flushed before the call returns.
+cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 panic_on_warn=0 $append"
+iommu="intel-iommu,intremap=on"
+case "$mode" in
+legacy) ;;
+scalable)
+	iommu="$iommu,x-scalable-mode=on,x-flts=on"
+	cmdline="${cmdline/intel_iommu=on/intel_iommu=on,sm_on}"
+	;;
+*) die "run-guest.sh: --mode is legacy or scalable, not '$mode'" ;;
+esac
+
+accel=${IOMMU_PT_ACCEL:-$("$REPO/qemu/kvm-probe.sh")}
+case "$accel" in
+kvm) accel_args=() cpu="host" ;;
+tcg) accel_args=(--disable-kvm) cpu="max" ;;
+*) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
+esac
+log "booting the guest ($accel, $mode mode, 2 vCPUs, 4 GiB)"
+
+qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
+[ "$accel" = tcg ] && qemu_opts="$qemu_opts -accel tcg,thread=multi"
+
+args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
+	--cpus 2 --memory 4G --verbose --rwdir "$OUT"
+	--append "$cmdline" --qemu-opts "$qemu_opts" --cwd "$REPO"
+	--exec "$*")
+
+start=$(now)
+status=0
+if [ -n "$logfile" ]; then
+	mkdir -p "$(dirname "$logfile")"
+	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null >"$logfile" 2>&1 || status=$?
+else
+	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null || status=$?
+fi
+[ "$status" -ne 124 ] || warn "the guest did not finish within $timeout s and was stopped"
+log "guest exited with status $status after $(($(now) - start)) s"
+exit "$status"
