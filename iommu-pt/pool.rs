@@ -298,8 +298,10 @@ pub(crate) fn refill() {
     if let Some(idx) = wanted {
         if let Ok(node) = NodePool::new(limits.capacity()) {
             let mut pool = POOL.lock();
-            if let Some(slot @ None) = pool.nodes.get_mut(idx) {
-                *slot = Some(node);
+            if let Some(slot) = pool.nodes.get_mut(idx) {
+                if slot.is_none() {
+                    *slot = Some(node);
+                }
             }
         }
     }

@@ -34,10 +34,7 @@ mod tests {
             PAGE_SIZE, //
         },
         prelude::*,
-        sync::{
-            atomic::Relaxed,
-            SpinLockIrq, //
-        },
+        sync::atomic::Relaxed,
     };
 
     /// Takes clean pages from the home node until the pool has none left, at most `max`.

@@ -27,12 +27,15 @@ kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "kvm-probe: no guest kernel at $kernel yet; build it first"
 marker=iommu-pt-kvm-probe-ok
 log "probing KVM with a 60 s boot (cached afterwards in $cache)"
-if (cd / && in_root timeout --kill-after=5 60 vng --run "$kernel" --disable-microvm \
-	--cpus 1 --memory 1G --exec "echo $marker") </dev/null 2>&1 | grep -q "$marker"; then
+# The same CPU model as qemu/run-guest.sh uses under KVM.
+out=$( (cd / && in_root timeout --kill-after=5 60 vng --run "$kernel" --disable-microvm \
+	--cpus 1 --memory 1G --qemu-opts="-cpu max" --exec "echo $marker") </dev/null 2>&1 || true)
+if grep -q "$marker" <<<"$out"; then
 	answer=kvm
 else
 	answer=tcg
-	warn "KVM does not run a guest here (no output within 60 s): using TCG"
+	reason=$(grep -m1 -i 'error\|assert' <<<"$out" || echo "no output within 60 s")
+	warn "KVM does not run a guest here ($reason): using TCG"
 fi
 printf '%s\n%s\n' "$answer" "$key" >"$cache"
 echo "$answer"

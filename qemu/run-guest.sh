@@ -51,7 +51,7 @@ esac
 
 accel=${IOMMU_PT_ACCEL:-$("$REPO/qemu/kvm-probe.sh")}
 case "$accel" in
-kvm) accel_args=() cpu="host" ;;
+kvm) accel_args=() cpu="max" ;;
 tcg) accel_args=(--disable-kvm) cpu="max" ;;
 *) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
 esac
@@ -62,7 +62,7 @@ qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device ig
 
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
 	--cpus 2 --memory 4G --verbose --rwdir "$OUT"
-	--append "$cmdline" --qemu-opts "$qemu_opts" --cwd "$REPO"
+	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$REPO"
 	--exec "$*")
 
 start=$(now)

@@ -10,7 +10,10 @@
 # built in at boot, before any userspace, as kunit.py does: the series'
 # doctests (rust_doctests_kernel), the #[kunit_tests] suites and generic_pt's
 # six suites, whose leak check needs a quiet system. The same boot then checks
-# that DMAR is on in strict mode and that the igb NIC has its own IOMMU group.
+# that DMAR is on in strict mode and that the igb NIC has its own IOMMU group,
+# and tests the iommu-pt module: its KUnit suite, bad parameters, a real
+# iommufd domain on the vfio-bound igb served from the pool, and 20 reloads
+# under a live domain (qemu/guest/test-pool.sh).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -29,6 +32,8 @@ if [ "$skip_build" -eq 0 ]; then
 	"$REPO/scripts/setup-root.sh"
 	"$REPO/scripts/prepare-tree.sh"
 	"$REPO/scripts/build-kernel.sh"
+	"$REPO/scripts/build-module.sh"
+	"$REPO/scripts/build-guest-tools.sh"
 fi
 t_built=$(now)
 
@@ -38,13 +43,15 @@ KUNIT_SUITES=(
 	amdv1_fmt_test amdv1_iommu_test
 	vtdss_fmt_test vtdss_iommu_test
 	x86_64_fmt_test x86_64_iommu_test
+	iommu_pt_pool
 )
 
 mkdir -p "$OUT"
 log="$OUT/kunit-boot.log"
 log "stage 1: KUnit boot (log: $log)"
 guest_status=0
-"$REPO/qemu/run-guest.sh" --log "$log" --timeout 1200 -- qemu/guest/check-iommu.sh || guest_status=$?
+"$REPO/qemu/run-guest.sh" --log "$log" --timeout 1800 --append kunit.enable=1 -- \
+	qemu/guest/stage1.sh "$WORK/module/iommu_pt.ko" "$WORK/guest-bin" || guest_status=$?
 
 expect=()
 for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Attach a vfio-pci device to an iommufd IOAS, map a sparse range (one 4 KiB
+ * page every 2 MiB, so every mapping needs a new leaf table) and unmap it.
+ * Pauses at each step so that the caller can read counters:
+ *
+ *   iommufd-map /dev/vfio/devices/vfioN MAPPINGS
+ *
+ * prints "mapped" after mapping and waits for a line on stdin, then unmaps,
+ * prints "unmapped", waits again, and tears everything down.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/iommufd.h>
+#include <linux/vfio.h>
+
+#define SZ_4K (1UL << 12)
+#define SZ_2M (1UL << 21)
+#define IOVA_BASE (1UL << 32)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "iommufd-map: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void wait_line(const char *state)
+{
+	char buf[16];
+
+	printf("%s\n", state);
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
+	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
+	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	struct iommu_ioas_unmap unmap = { .size = sizeof(unmap) };
+	unsigned long i, n;
+	int iommufd, dev;
+	char *buf;
+
+	if (argc != 3 || (n = strtoul(argv[2], NULL, 0)) == 0 || n > 65536) {
+		fprintf(stderr, "usage: %s /dev/vfio/devices/vfioN MAPPINGS(1..65536)\n", argv[0]);
+		return 2;
+	}
+	iommufd = open("/dev/iommu", O_RDWR);
+	if (iommufd < 0)
+		die("open /dev/iommu");
+	dev = open(argv[1], O_RDWR);
+	if (dev < 0)
+		die(argv[1]);
+	bind.iommufd = iommufd;
+	if (ioctl(dev, VFIO_DEVICE_BIND_IOMMUFD, &bind))
+		die("VFIO_DEVICE_BIND_IOMMUFD");
+	if (ioctl(iommufd, IOMMU_IOAS_ALLOC, &alloc))
+		die("IOMMU_IOAS_ALLOC");
+	attach.pt_id = alloc.out_ioas_id;
+	if (ioctl(dev, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach))
+		die("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
+
+	buf = mmap(NULL, n * SZ_4K, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap");
+	for (i = 0; i < n; i++) {
+		struct iommu_ioas_map map = {
+			.size = sizeof(map),
+			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
+				 IOMMU_IOAS_MAP_WRITEABLE,
+			.ioas_id = alloc.out_ioas_id,
+			.user_va = (uintptr_t)(buf + i * SZ_4K),
+			.length = SZ_4K,
+			.iova = IOVA_BASE + i * SZ_2M,
+		};
+
+		if (ioctl(iommufd, IOMMU_IOAS_MAP, &map))
+			die("IOMMU_IOAS_MAP");
+	}
+	wait_line("mapped");
+
+	unmap.ioas_id = alloc.out_ioas_id;
+	unmap.iova = IOVA_BASE;
+	unmap.length = n * SZ_2M;
+	if (ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap))
+		die("IOMMU_IOAS_UNMAP");
+	wait_line("unmapped");
+
+	close(dev);
+	close(iommufd);
+	munmap(buf, n * SZ_4K);
+	return 0;
+}

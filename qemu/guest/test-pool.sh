@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs in the guest: the iommu-pt module with a real VT-d paging domain.
+#
+# usage: test-pool.sh MODULE.ko GUEST_BIN_DIR
+#
+# 1. Bad module parameters are refused with a message, and nothing stays loaded.
+# 2. Loading the module runs its KUnit suite (iommu_pt_pool).
+# 3. The igb NIC, bound to vfio-pci, is attached to an iommufd IOAS; a sparse map
+#    takes its tables from the pool (hits grow by at least one table per
+#    mapping), and unmap plus teardown bring every page back (outstanding
+#    returns to its value before).
+# 4. The module is unloaded and loaded 20 times while a mapped domain stays
+#    alive; the domain is then torn down. Tables from earlier loads go back to
+#    the page allocator: nr_iommu_pages returns to its starting value, no
+#    warning is printed.
+# Prints KTAP.
+
+set -u
+ko=$1
+bin=$2
+stats=/sys/kernel/debug/iommu_pt/stats
+MAPPINGS=512
+CHURN=20
+IGB_ID="8086 10c9"
+
+n=0
+failed=0
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		failed=1
+	fi
+}
+stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+echo "KTAP version 1"
+echo "1..12"
+
+# 1. Bad parameters.
+bad=0
+for args in "capacity=0" "capacity=-5" "capacity=4294967295" "capacity=1000000" \
+	"low_watermark=0" "low_watermark=300 high_watermark=200" "high_watermark=2048"; do
+	dmesg -C
+	# shellcheck disable=SC2086
+	if insmod "$ko" $args 2>/dev/null; then
+		echo "# insmod $args was accepted"
+		rmmod iommu_pt
+		bad=1
+	elif ! dmesg | grep -q 'iommu_pt: .*\(capacity\|watermark\)'; then
+		echo "# insmod $args was refused without a message:"
+		dmesg | sed 's/^/# /'
+		bad=1
+	fi
+done
+[ ! -d /sys/module/iommu_pt ]
+ok $((bad | $?)) pool_refuses_bad_parameters
+
+# 2. Load; the KUnit suite runs now and its KTAP goes to the kernel log.
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+insmod "$ko"
+ok $? pool_module_loads
+[ -r "$stats" ] && grep -q '^clean [1-9]' "$stats"
+ok $? pool_prefilled
+
+# 3. A real VT-d paging domain.
+igb=""
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor" "$d/device" | sed 's/0x//' | tr '\n' ' ')" = "$IGB_ID " ] && igb=$(basename "$d")
+done
+echo vfio-pci >"/sys/bus/pci/devices/$igb/driver_override"
+echo "$igb" >/sys/bus/pci/drivers_probe
+vfio=$(ls "/sys/bus/pci/devices/$igb/vfio-dev/" 2>/dev/null | head -n1)
+[ -n "$vfio" ] && [ -c "/dev/vfio/devices/$vfio" ]
+ok $? pool_igb_bound_to_vfio_pci
+
+hits0=$(stat hits) out0=$(stat outstanding) iommu0=$(vmstat nr_iommu_pages)
+coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
+read -r state <&"${MAP[0]}"
+hits1=$(stat hits) out1=$(stat outstanding)
+echo "# $state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
+[ "$state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
+ok $? pool_serves_domain_tables
+echo >&"${MAP[1]}"
+read -r state <&"${MAP[0]}"
+out2=$(stat outstanding)
+echo "# $state: outstanding $out2"
+[ "$state" = unmapped ] && [ "$out2" -lt "$out1" ]
+ok $? pool_unmap_returns_tables
+echo >&"${MAP[1]}"
+wait "$MAP_PID"
+map_status=$?
+out3=$(stat outstanding) iommu3=$(vmstat nr_iommu_pages)
+echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pages $iommu3 (was $iommu0)"
+[ "$map_status" -eq 0 ] && [ "$out3" -eq "$out0" ]
+ok $? pool_teardown_returns_every_page
+[ "$iommu3" -eq "$iommu0" ]
+ok $? pool_nr_iommu_pages_back_to_baseline
+
+# 4. Module churn with a live, mapped domain.
+coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
+read -r state <&"${MAP[0]}"
+[ "$state" = mapped ]
+ok $? pool_domain_mapped_before_churn
+churn_ok=0
+for i in $(seq "$CHURN"); do
+	rmmod iommu_pt && insmod "$ko" || { churn_ok=1; echo "# reload $i failed"; break; }
+done
+ok $churn_ok pool_reloads_with_live_domain
+rmmod iommu_pt
+echo >&"${MAP[1]}"
+read -r state <&"${MAP[0]}"
+echo >&"${MAP[1]}"
+wait "$MAP_PID"
+map_status=$?
+iommu4=$(vmstat nr_iommu_pages)
+echo "# after churn and teardown: status $map_status, nr_iommu_pages $iommu4 (was $iommu0)"
+[ "$map_status" -eq 0 ] && [ "$state" = unmapped ] && [ "$iommu4" -eq "$iommu0" ]
+ok $? pool_churn_leaks_nothing
+! dmesg | grep -q 'WARNING:\|BUG:'
+ok $? pool_no_kernel_warnings
+exit $failed
