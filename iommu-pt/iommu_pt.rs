@@ -59,15 +59,15 @@ struct IommuPtModule {
 impl kernel::Module for IommuPtModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let limits = params::Limits::new(
-            *module_parameters::capacity.value(),
-            *module_parameters::low_watermark.value(),
-            *module_parameters::high_watermark.value(),
+            module_parameters::capacity.value(),
+            module_parameters::low_watermark.value(),
+            module_parameters::high_watermark.value(),
         )?;
         pool::init(limits)?;
 
         let dir = Dir::new(c"iommu_pt");
         let stats = KBox::pin_init(
-            dir.read_callback_file(c"stats", (), &|_, f| pool::show(f)),
+            dir.read_callback_file(c"stats", (), &|(), f| pool::show(f)),
             GFP_KERNEL,
         );
         let stats = match stats {
@@ -80,7 +80,9 @@ impl kernel::Module for IommuPtModule {
         let registration = match Registration::new() {
             Ok(registration) => registration,
             Err(e) => {
-                pr_err!("cannot become the provider of table pages ({e:?}): is another one loaded?\n");
+                pr_err!(
+                    "cannot become the provider of table pages ({e:?}): is another one loaded?\n"
+                );
                 pool::exit();
                 return Err(e);
             }
@@ -104,9 +106,7 @@ impl Drop for IommuPtModule {
         // Unregistering waits until no callback runs; only then can the pool be emptied.
         drop(self.registration.take());
         pool::exit();
-        let outstanding = pool::STATS
-            .outstanding
-            .load(kernel::sync::atomic::Relaxed);
+        let outstanding = pool::STATS.outstanding.load(kernel::sync::atomic::Relaxed);
         pr_info!("unloaded; {outstanding} table pages stay in live domains and go back to C\n");
     }
 }

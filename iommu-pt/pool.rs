@@ -132,9 +132,10 @@ impl PoolState {
 
     /// Counts clean and dirty pages over all nodes.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        self.nodes.iter().flatten().fold((0, 0), |(c, d), n| {
-            (c + n.clean.len(), d + n.dirty.len())
-        })
+        self.nodes
+            .iter()
+            .flatten()
+            .fold((0, 0), |(c, d), n| (c + n.clean.len(), d + n.dirty.len()))
     }
 
     /// The number of pages the pool holds for `nid`.
@@ -175,7 +176,7 @@ pub(crate) fn init(limits: Limits) -> Result {
     home_pool.push_clean(home).map_err(|_| EINVAL)?;
     nodes[home_idx] = Some(home_pool);
 
-    let queue = OwnedQueue::new(c"iommu_pt", 0)?;
+    let queue = OwnedQueue::new(c"iommu_pt", OwnedQueue::UNBOUND)?;
     let refiller = Refiller::new()?;
     {
         let mut pool = POOL.lock();

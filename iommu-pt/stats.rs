@@ -49,12 +49,21 @@ impl Stats {
     }
 
     /// Writes the counters and the pool's current page counts, one `name value` per line.
-    pub(crate) fn show(&self, clean: usize, dirty: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    pub(crate) fn show(
+        &self,
+        clean: usize,
+        dirty: usize,
+        f: &mut fmt::Formatter<'_>,
+    ) -> fmt::Result {
         writeln!(f, "allocs {}", self.allocs.load(Relaxed))?;
         writeln!(f, "hits {}", self.hits.load(Relaxed))?;
         writeln!(f, "fallbacks {}", self.fallbacks.load(Relaxed))?;
         writeln!(f, "frees {}", self.frees.load(Relaxed))?;
-        writeln!(f, "frees_over_capacity {}", self.frees_over_capacity.load(Relaxed))?;
+        writeln!(
+            f,
+            "frees_over_capacity {}",
+            self.frees_over_capacity.load(Relaxed)
+        )?;
         writeln!(f, "zeroed {}", self.zeroed.load(Relaxed))?;
         writeln!(f, "refills {}", self.refills.load(Relaxed))?;
         writeln!(f, "worker_runs {}", self.worker_runs.load(Relaxed))?;

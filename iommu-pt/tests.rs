@@ -5,8 +5,10 @@
 //! They use the module's own pool while it is registered, so IOMMU domains may take and return
 //! pages at the same time: every check is on the test's own pages or on counters that only grow.
 
+use kernel::prelude::*;
+
 #[kunit_tests(iommu_pt_pool)]
-mod tests {
+mod pool_tests {
     use crate::{
         params::{
             Limits,
@@ -75,6 +77,8 @@ mod tests {
 
     #[test]
     fn alloc_recycle_round_trip() -> Result {
+        // Zero what earlier tests returned and top the pool up, as the worker would.
+        pool::refill();
         let hits = STATS.hits.load(Relaxed);
         let frees = STATS.frees.load(Relaxed);
         let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL).ok_or(ENOMEM)?;
@@ -87,6 +91,7 @@ mod tests {
 
     #[test]
     fn returned_dirty_pages_come_out_zeroed() -> Result {
+        pool::refill();
         let mut pages = drain(4096)?;
         assert!(!pages.is_empty());
         // Return every page dirty, then let the worker's zeroing run here.
@@ -160,13 +165,18 @@ mod tests {
 
     #[test]
     fn recycle_with_irqs_off() -> Result {
-        let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL).ok_or(ENOMEM)?;
+        // A fresh page stands in for a freed table: the pool may be empty right now.
+        let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        STATS.outstanding.add(1, Relaxed);
+        let frees = STATS.frees.load(Relaxed);
         let irqs_off = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL)?;
         let guard = irqs_off.lock();
         // As from the IOTLB flush completion in softirq or with IRQs off: must not sleep.
-        IommuPt::recycle(page.into_inner());
+        IommuPt::recycle(page);
+        // Allocation runs under RCU and may come with IRQs off as well.
         let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL);
         drop(guard);
+        assert!(STATS.frees.load(Relaxed) > frees);
         if let Some(page) = page {
             IommuPt::recycle(page.into_inner());
         }

@@ -12,6 +12,9 @@
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
+#
+# The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK (scripts/lib.sh):
+# virtme-ng overlays /var in the guest, which hides the cache's own path.
 
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -33,7 +36,7 @@ done
 case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
 
 need_root
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$ROOT$GUEST_WORK"
 kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
 
@@ -61,7 +64,7 @@ qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device ig
 [ "$accel" = tcg ] && qemu_opts="$qemu_opts -accel tcg,thread=multi"
 
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
-	--cpus 2 --memory 4G --verbose --rwdir "$OUT"
+	--cpus 2 --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
 	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$REPO"
 	--exec "$*")
 

@@ -14,6 +14,8 @@ WORK=$CACHE/work
 SRC=$WORK/linux
 BUILD=${IOMMU_PT_BUILD:-$WORK/build}
 OUT=$WORK/out
+# Where the guest sees $WORK (read-only; $OUT stays writable at its own path).
+GUEST_WORK=/mnt/iommu-pt-work
 
 # The kernel we test against. If the archive no longer carries it, the newest
 # linux-source-7.x it does carry is taken instead (see prepare-tree.sh).

@@ -51,7 +51,7 @@ log="$OUT/kunit-boot.log"
 log "stage 1: KUnit boot (log: $log)"
 guest_status=0
 "$REPO/qemu/run-guest.sh" --log "$log" --timeout 1800 --append kunit.enable=1 -- \
-	qemu/guest/stage1.sh "$WORK/module/iommu_pt.ko" "$WORK/guest-bin" || guest_status=$?
+	qemu/guest/stage1.sh "$GUEST_WORK/module/iommu_pt.ko" "$GUEST_WORK/guest-bin" || guest_status=$?
 
 expect=()
 for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done

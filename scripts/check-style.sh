@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Kernel style checks: rustfmt over the tree and the module, the module built
+# with CLIPPY=1 and no warning, and checkpatch --strict on our own patches
+# (0010 onwards; the seed series 0001-0009 stays as posted).
+
+. "$(dirname "$0")/lib.sh"
+
+need_root
+status=0
+
+log "rustfmtcheck: tree"
+in_root make -s -C "$SRC" O="$BUILD" LLVM=1 rustfmtcheck || { warn "rustfmtcheck failed on the tree"; status=1; }
+
+log "rustfmt: iommu-pt/"
+in_root sh -c "cd '$REPO' && rustfmt --edition 2021 --config-path '$SRC/.rustfmt.toml' --check iommu-pt/iommu_pt.rs" ||
+	{ warn "iommu-pt/ is not rustfmt-clean"; status=1; }
+
+log "clippy: iommu-pt/"
+# Force the module to be compiled again, with clippy.
+touch "$REPO/iommu-pt/iommu_pt.rs"
+"$REPO/scripts/build-module.sh" CLIPPY=1 || status=1
+
+for p in "$REPO"/patches/00[1-9][0-9]-*.patch; do
+	case "$(basename "$p")" in 000[1-9]-*) continue ;; esac
+	out=$(perl "$SRC/scripts/checkpatch.pl" --strict --no-tree -q "$p" 2>/dev/null || true)
+	# A new file under a directory MAINTAINERS already covers still draws the
+	# generic "does MAINTAINERS need updating?" warning; nothing else may.
+	rest=$(grep -E '^(ERROR|WARNING|CHECK):' <<<"$out" | grep -v 'does MAINTAINERS need updating' || true)
+	if [ -n "$rest" ]; then
+		warn "checkpatch --strict: $(basename "$p")"
+		printf '%s\n' "$out" >&2
+		status=1
+	fi
+done
+[ "$status" -eq 0 ] && log "style checks passed"
+exit "$status"
