@@ -37,6 +37,10 @@ if [ "$skip_build" -eq 0 ]; then
 fi
 t_built=$(now)
 
+# Stage 0: kernel style (rustfmt, clippy, checkpatch --strict on our patches).
+style=0
+"$REPO/scripts/check-style.sh" || style=1
+
 # Suites the configuration must have run; a missing one is a failure.
 KUNIT_SUITES=(
 	rust_doctests_kernel
@@ -57,6 +61,10 @@ expect=()
 for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
 verdict=0
 python3 "$REPO/scripts/ktap.py" --label kunit "${expect[@]}" "$log" || verdict=1
+if [ "$style" -ne 0 ]; then
+	warn "style checks failed (see above)"
+	verdict=1
+fi
 if [ "$guest_status" -ne 0 ]; then
 	warn "the guest exited with status $guest_status"
 	verdict=1
