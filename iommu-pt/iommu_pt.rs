@@ -17,6 +17,7 @@ use kernel::{
         File, //
     },
     iommu::pages::Registration,
+    mm::shrinker,
     prelude::*,
 };
 
@@ -52,6 +53,8 @@ module! {
 struct IommuPtModule {
     /// Always `Some` until `drop`, which unregisters before it empties the pool.
     registration: Option<Registration<pool::IommuPt>>,
+    /// Always `Some` until `drop`, which unregisters it before it empties the pool.
+    shrinker: Option<shrinker::Registration<pool::PoolShrinker>>,
     _stats: Pin<KBox<File<()>>>,
     _dir: Dir,
 }
@@ -77,12 +80,20 @@ impl kernel::Module for IommuPtModule {
                 return Err(e);
             }
         };
+        let shrinker = match shrinker::Registration::new(c"iommu_pt", shrinker::NUMA_AWARE) {
+            Ok(shrinker) => shrinker,
+            Err(e) => {
+                pool::exit();
+                return Err(e);
+            }
+        };
         let registration = match Registration::new() {
             Ok(registration) => registration,
             Err(e) => {
                 pr_err!(
                     "cannot become the provider of table pages ({e:?}): is another one loaded?\n"
                 );
+                drop(shrinker);
                 pool::exit();
                 return Err(e);
             }
@@ -95,6 +106,7 @@ impl kernel::Module for IommuPtModule {
         );
         Ok(Self {
             registration: Some(registration),
+            shrinker: Some(shrinker),
             _stats: stats,
             _dir: dir,
         })
@@ -105,6 +117,7 @@ impl Drop for IommuPtModule {
     fn drop(&mut self) {
         // Unregistering waits until no callback runs; only then can the pool be emptied.
         drop(self.registration.take());
+        drop(self.shrinker.take());
         pool::exit();
         let outstanding = pool::STATS.outstanding.load(kernel::sync::atomic::Relaxed);
         pr_info!("unloaded; {outstanding} table pages stay in live domains and go back to C\n");

@@ -23,6 +23,7 @@ use kernel::{
     alloc::{
         flags::{
             GFP_KERNEL,
+            GFP_NOWAIT,
             __GFP_NOWARN, //
         },
         Flags,
@@ -31,6 +32,10 @@ use kernel::{
     iommu::pages::{
         TablePageProvider,
         ZeroedPage, //
+    },
+    mm::shrinker::{
+        ShrinkControl,
+        Shrinker, //
     },
     page::ExclusivePage,
     prelude::*,
@@ -76,6 +81,13 @@ impl NodePool {
             return Err(page);
         }
         self.clean.push_within_capacity(page).map_err(|e| e.0)
+    }
+
+    /// Takes a spare page to give back to the page allocator, a dirty one first.
+    fn take_spare(&mut self) -> Option<Owned<ExclusivePage>> {
+        self.dirty
+            .pop()
+            .or_else(|| self.clean.pop().map(ZeroedPage::into_inner))
     }
 
     fn push_dirty(&mut self, page: Owned<ExclusivePage>) -> Result<(), Owned<ExclusivePage>> {
@@ -319,12 +331,43 @@ pub(crate) fn refill() {
             let Ok(nid) = NumaNode::new(idx as i32) else {
                 break;
             };
-            let Ok(page) = ZeroedPage::alloc_node(nid, GFP_KERNEL | __GFP_NOWARN) else {
+            // Never reclaim to refill: that would only run the pool's own shrinker.
+            let Ok(page) = ZeroedPage::alloc_node(nid, GFP_NOWAIT | __GFP_NOWARN) else {
                 break;
             };
             STATS.refills.add(1, Relaxed);
             put_clean(page);
         }
+    }
+}
+
+/// Gives the pool's spare pages back to the page allocator under memory pressure.
+pub(crate) struct PoolShrinker;
+
+impl Shrinker for PoolShrinker {
+    fn count(sc: &ShrinkControl<'_>) -> usize {
+        POOL.lock().node_len(sc.nid())
+    }
+
+    fn scan(sc: &mut ShrinkControl<'_>) -> Option<usize> {
+        let nid = sc.nid();
+        let mut freed = 0;
+        while freed < sc.nr_to_scan() {
+            let page = {
+                let mut pool = POOL.lock();
+                let idx = pool.node_index(nid);
+                pool.node(idx).and_then(NodePool::take_spare)
+            };
+            let Some(page) = page else {
+                break;
+            };
+            // Freed outside the spinlock.
+            drop(page);
+            freed += 1;
+        }
+        sc.set_nr_scanned(freed);
+        STATS.shrunk.add(freed as u64, Relaxed);
+        Some(freed)
     }
 }
 

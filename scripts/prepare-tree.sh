@@ -62,9 +62,11 @@ cd "$SRC"
 
 mapfile -t patches < <(ls "$REPO"/patches/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
 want=$(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)
-have=$(cat .iommu-pt-patches 2>/dev/null || true)
+# The stamp holds the patches' hash and the commit they produced.
+read -r have have_commit <.iommu-pt-patches 2>/dev/null || true
 
-if [ "$want" = "$have" ] && [ -z "$(git status --porcelain --untracked-files=no)" ]; then
+if [ "$want" = "${have:-}" ] && [ "$(git rev-parse HEAD)" = "${have_commit:-}" ] &&
+	[ -z "$(git status --porcelain --untracked-files=no)" ]; then
 	log "tree $SRC up to date: $(cat .iommu-pt-base) + ${#patches[@]} patches ($(($(now) - start)) s)"
 	exit 0
 fi
@@ -84,5 +86,5 @@ result=$(cd "$scratch" && git rev-parse HEAD)
 
 # Moves only the files whose content differs, leaving the others' mtimes alone.
 "${GIT[@]}" checkout -q -f --detach "$result"
-echo "$want" >.iommu-pt-patches
+echo "$want $result" >.iommu-pt-patches
 log "tree at $(git log --oneline -1) ($(($(now) - start)) s)"

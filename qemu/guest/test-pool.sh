@@ -11,7 +11,8 @@
 #    takes its tables from the pool (hits grow by at least one table per
 #    mapping), and the teardown after the unmap brings every page back
 #    (outstanding returns to its value before, and so does nr_iommu_pages).
-# 4. The module is unloaded and loaded 20 times while a mapped domain stays
+# 4. Spare pages go back under memory pressure (drop_caches runs the shrinker).
+# 5. The module is unloaded and loaded 20 times while a mapped domain stays
 #    alive; the domain is then torn down. Tables from earlier loads go back to
 #    the page allocator: nr_iommu_pages returns to its starting value, no
 #    warning is printed.
@@ -44,7 +45,7 @@ vmstat() {
 }
 
 echo "KTAP version 1"
-echo "1..13"
+echo "1..14"
 
 # 1. Bad parameters.
 bad=0
@@ -118,6 +119,14 @@ echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pa
 ok $? pool_teardown_returns_every_page
 [ "$iommu3" -eq "$iommu0" ]
 ok $? pool_nr_iommu_pages_back_to_baseline
+
+# Memory pressure: dropping caches runs every shrinker, the pool's among them.
+shrunk0=$(stat shrunk) clean0=$(stat clean) dirty0=$(stat dirty)
+echo 2 >/proc/sys/vm/drop_caches
+shrunk1=$(stat shrunk) clean1=$(stat clean) dirty1=$(stat dirty)
+echo "# drop_caches: shrunk $shrunk0 -> $shrunk1, spare pages $((clean0 + dirty0)) -> $((clean1 + dirty1))"
+[ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
+ok $? pool_shrinker_gives_spare_pages_back
 
 # 4. Module churn with a live, mapped domain.
 coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
