@@ -365,9 +365,10 @@ impl Shrinker for PoolShrinker {
             drop(page);
             freed += 1;
         }
-        sc.set_nr_scanned(freed);
         STATS.shrunk.add(freed as u64, Relaxed);
-        Some(freed)
+        // Every spare page of the node was looked at. With nothing freed, stop: reporting zero
+        // pages scanned instead would make reclaim call again forever.
+        (freed > 0).then_some(freed)
     }
 }
 
