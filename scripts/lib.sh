@@ -39,7 +39,7 @@ need_root() {
 # visible at the same paths as outside.
 in_root() {
 	[ -x "$ROOT/usr/bin/apt-get" ] || die "toolchain root missing at $ROOT; run scripts/setup-root.sh"
-	mkdir -p "$WORK" "$ROOT$WORK" "$ROOT$REPO"
+	mkdir -p "$WORK"
 	unshare --mount --propagation private -- /bin/bash -euc '
 		r=$1 repo=$2 work=$3
 		shift 3
@@ -47,6 +47,8 @@ in_root() {
 		mount --rbind /sys "$r/sys"
 		mount --rbind /dev "$r/dev"
 		mount -t tmpfs tmpfs "$r/tmp"
+		# After the tmpfs, so that a repository or cache under /tmp gets its mount point.
+		mkdir -p "$r$repo" "$r$work"
 		mount --bind "$repo" "$r$repo"
 		mount --bind "$work" "$r$work"
 		cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
