@@ -13,8 +13,9 @@
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 #
-# The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK (scripts/lib.sh):
-# virtme-ng overlays /var in the guest, which hides the cache's own path.
+# The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
+# repository at $GUEST_REPO, its working directory (scripts/lib.sh). Guest
+# commands are run from there, so relative paths like qemu/guest/... work.
 
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -36,7 +37,7 @@ done
 case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
 
 need_root
-mkdir -p "$OUT" "$ROOT$GUEST_WORK"
+mkdir -p "$OUT" "$ROOT$GUEST_WORK" "$ROOT$GUEST_REPO"
 kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
 
@@ -65,7 +66,8 @@ qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device ig
 
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
 	--cpus 2 --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
-	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$REPO"
+	--rodir="$GUEST_REPO=$REPO"
+	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$GUEST_REPO"
 	--exec "$*")
 
 start=$(now)

@@ -14,8 +14,11 @@ WORK=$CACHE/work
 SRC=$WORK/linux
 BUILD=${IOMMU_PT_BUILD:-$WORK/build}
 OUT=$WORK/out
-# Where the guest sees $WORK (read-only; $OUT stays writable at its own path).
+# Where the guest sees $WORK (read-only; $OUT stays writable at its own path) and
+# the repository: virtme-ng overlays /var, /tmp, /home... in the guest, which
+# would hide them at their own paths.
 GUEST_WORK=/mnt/iommu-pt-work
+GUEST_REPO=/mnt/iommu-pt-repo
 
 # The kernel we test against. If the archive no longer carries it, the newest
 # linux-source-7.x it does carry is taken instead (see prepare-tree.sh).
