@@ -263,10 +263,12 @@ impl TablePageProvider for IommuPt {
         let over = {
             let mut pool = POOL.lock();
             let res = match pool.node(idx) {
-                Some(node) => node.push_dirty(page),
+                // The worker zeroes until `dirty` is empty, so only the first dirty page needs
+                // to start it: the free path does not queue work for every table.
+                Some(node) => node.push_dirty(page).map(|()| node.dirty.len() == 1),
                 None => Err(page),
             };
-            if res.is_ok() {
+            if matches!(res, Ok(true)) {
                 pool.kick();
             }
             res.err()

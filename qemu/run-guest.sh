@@ -42,7 +42,7 @@ kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
 
 # Strict mode: every unmap is flushed before the call returns.
-cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 panic_on_warn=0 $append"
+cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 $append"
 iommu="intel-iommu,intremap=on"
 case "$mode" in
 legacy) ;;
