@@ -9,7 +9,8 @@
 //! `Ownable::release()` recycles it; a worker zeroes it and keeps the pool between its
 //! watermarks.
 //!
-//! Statistics are in `/sys/kernel/debug/iommu_pt/stats`.
+//! Statistics are in `/sys/kernel/debug/iommu_pt/stats`, the frame numbers of the spare pages
+//! in `/sys/kernel/debug/iommu_pt/spare_pfns`.
 
 use kernel::{
     debugfs::{
@@ -56,6 +57,7 @@ struct IommuPtModule {
     /// Always `Some` until `drop`, which unregisters it before it empties the pool.
     shrinker: Option<shrinker::Registration<pool::PoolShrinker>>,
     _stats: Pin<KBox<File<()>>>,
+    _spare_pfns: Pin<KBox<File<()>>>,
     _dir: Dir,
 }
 
@@ -73,9 +75,13 @@ impl kernel::Module for IommuPtModule {
             dir.read_callback_file(c"stats", (), &|(), f| pool::show(f)),
             GFP_KERNEL,
         );
-        let stats = match stats {
-            Ok(stats) => stats,
-            Err(e) => {
+        let spare_pfns = KBox::pin_init(
+            dir.read_callback_file(c"spare_pfns", (), &|(), f| pool::show_spare(f)),
+            GFP_KERNEL,
+        );
+        let (stats, spare_pfns) = match (stats, spare_pfns) {
+            (Ok(stats), Ok(spare_pfns)) => (stats, spare_pfns),
+            (Err(e), _) | (_, Err(e)) => {
                 pool::exit();
                 return Err(e);
             }
@@ -108,6 +114,7 @@ impl kernel::Module for IommuPtModule {
             registration: Some(registration),
             shrinker: Some(shrinker),
             _stats: stats,
+            _spare_pfns: spare_pfns,
             _dir: dir,
         })
     }

@@ -26,6 +26,9 @@ pub(crate) struct Stats {
     pub(crate) refills: Atomic<u64>,
     /// Times the worker ran.
     pub(crate) worker_runs: Atomic<u64>,
+    /// Time the worker spent zeroing and refilling, in nanoseconds (it never sleeps, but can be
+    /// preempted).
+    pub(crate) worker_ns: Atomic<u64>,
     /// Spare pages given back to the page allocator under memory pressure.
     pub(crate) shrunk: Atomic<u64>,
     /// Pages handed out and not yet returned (tables live in IOMMU domains).
@@ -43,6 +46,7 @@ impl Stats {
             zeroed: Atomic::new(0),
             refills: Atomic::new(0),
             worker_runs: Atomic::new(0),
+            worker_ns: Atomic::new(0),
             shrunk: Atomic::new(0),
             outstanding: Atomic::new(0),
         }
@@ -67,6 +71,7 @@ impl Stats {
         writeln!(f, "zeroed {}", self.zeroed.load(Relaxed))?;
         writeln!(f, "refills {}", self.refills.load(Relaxed))?;
         writeln!(f, "worker_runs {}", self.worker_runs.load(Relaxed))?;
+        writeln!(f, "worker_ns {}", self.worker_ns.load(Relaxed))?;
         writeln!(f, "shrunk {}", self.shrunk.load(Relaxed))?;
         writeln!(f, "outstanding {}", self.outstanding.load(Relaxed))?;
         writeln!(f, "clean {clean}")?;

@@ -6,11 +6,13 @@
 # VFIO, 4 GiB and 2 vCPUs. The guest sees the root's filesystem, with the
 # repository and the work directory at the same paths as on the host.
 #
-# usage: qemu/run-guest.sh [--mode legacy|scalable] [--append ARGS]
+# usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--append ARGS]
 #                          [--log FILE] [--timeout SECONDS] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
+# --icount         TCG only: single-threaded TCG with -icount shift=0, where
+#                  guest time counts executed instructions (deterministic)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
@@ -20,12 +22,14 @@
 . "$(dirname "$0")/../scripts/lib.sh"
 
 mode=legacy
+icount=0
 append=""
 logfile=""
 timeout=1800
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
+	--icount) icount=1; shift ;;
 	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
 	--timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
@@ -59,10 +63,17 @@ kvm) accel_args=() cpu="max" ;;
 tcg) accel_args=(--disable-kvm) cpu="max" ;;
 *) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
 esac
-log "booting the guest ($accel, $mode mode, 2 vCPUs, 4 GiB)"
+log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, 2 vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
-[ "$accel" = tcg ] && qemu_opts="$qemu_opts -accel tcg,thread=multi"
+if [ "$accel" = tcg ] && [ "$icount" -eq 1 ]; then
+	# One instruction is one nanosecond of guest time; icount needs one TCG thread.
+	qemu_opts="$qemu_opts -accel tcg,thread=single -icount shift=0,align=off,sleep=off"
+elif [ "$accel" = tcg ]; then
+	qemu_opts="$qemu_opts -accel tcg,thread=multi"
+elif [ "$icount" -eq 1 ]; then
+	die "run-guest.sh: --icount needs TCG; this machine runs guests under KVM"
+fi
 
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
 	--cpus 2 --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"

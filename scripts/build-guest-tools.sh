@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the small test programs that run in the guest (qemu/guest/*.c)
-# against the patched tree's UAPI headers. Output: $IOMMU_PT_CACHE/work/guest-bin.
+# Build what runs in the guest against the patched tree's UAPI headers:
+# the small test programs in qemu/guest/*.c ($IOMMU_PT_CACHE/work/guest-bin)
+# and the kernel's VFIO selftests, tools/testing/selftests/vfio
+# ($IOMMU_PT_CACHE/work/vfio-selftests).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -14,8 +16,19 @@ in_root make -s -C "$SRC" O="$BUILD" LLVM=1 headers >/dev/null ||
 for src in "$REPO"/qemu/guest/*.c; do
 	out=$bin/$(basename "$src" .c)
 	if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$BUILD/usr/include/linux/iommufd.h" -nt "$out" ]; then
-		in_root gcc -O2 -Wall -Werror -isystem "$BUILD/usr/include" -o "$out" "$src" ||
+		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out" "$src" ||
 			die "cannot build $src"
 	fi
 done
-log "guest tools built in $bin"
+
+# The selftests' own Makefile; make decides what is out of date.
+vfio=$WORK/vfio-selftests
+mkdir -p "$vfio"
+in_root make -s -C "$SRC/tools/testing/selftests/vfio" O="$BUILD" OUTPUT="$vfio" \
+	KHDR_INCLUDES="-isystem $BUILD/usr/include" -j3 ||
+	die "cannot build the VFIO selftests (tools/testing/selftests/vfio)"
+for t in vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test \
+	vfio_pci_device_test vfio_pci_driver_test; do
+	[ -x "$vfio/$t" ] || die "the VFIO selftests build did not produce $t"
+done
+log "guest tools built in $bin, VFIO selftests in $vfio"

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build the iommu-pt module against the guest kernel's build directory. The
-# objects go to $IOMMU_PT_CACHE/work/module, never into the repository.
+# objects go to $MODULE_OUT ($IOMMU_PT_CACHE/work/module unless
+# IOMMU_PT_MODULE_OUT says otherwise), never into the repository.
 #
 # usage: scripts/build-module.sh [make arguments, e.g. CLIPPY=1 or rustfmtcheck]
 
 . "$(dirname "$0")/lib.sh"
 
 need_root
-MODULE_OUT=$WORK/module
 [ -f "$BUILD/Module.symvers" ] || die "no kernel build in $BUILD; run scripts/build-kernel.sh"
 mkdir -p "$MODULE_OUT"
 in_root make -C "$SRC" O="$BUILD" LLVM=1 M="$REPO/iommu-pt" MO="$MODULE_OUT" \

@@ -3,7 +3,8 @@
 #
 # Kernel style checks: rustfmt over the tree and the module, the module built
 # with CLIPPY=1 and no warning, and checkpatch --strict on our own patches
-# (0010 onwards; the seed series 0001-0009 stays as posted).
+# (0010 onwards; the seed series 0001-0009 stays as posted) and on the
+# benchmark's kernel module (bench/kmod).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +31,14 @@ for p in "$REPO"/patches/00[1-9][0-9]-*.patch; do
 	rest=$(grep -E '^(ERROR|WARNING|CHECK):' <<<"$out" | grep -v 'does MAINTAINERS need updating' || true)
 	if [ -n "$rest" ]; then
 		warn "checkpatch --strict: $(basename "$p")"
+		printf '%s\n' "$out" >&2
+		status=1
+	fi
+done
+for f in "$REPO"/bench/kmod/*.c; do
+	out=$(perl "$SRC/scripts/checkpatch.pl" --strict --no-tree -q -f "$f" 2>/dev/null || true)
+	if grep -qE '^(ERROR|WARNING|CHECK):' <<<"$out"; then
+		warn "checkpatch --strict: ${f#"$REPO"/}"
 		printf '%s\n' "$out" >&2
 		status=1
 	fi

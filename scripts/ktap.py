@@ -4,6 +4,10 @@
 
 Prints every result line it counts, one "suite: passed/failed/skipped" line
 per top-level suite, and a closing line "N passed, N failed, N skipped".
+With --table PATTERN, also prints a table of the top-level suites whose name
+matches PATTERN (columns) by their second-level tests (rows): each cell counts
+the leaf results under that test as passed/failed/skipped, and a second-level
+test without subtests shows ok, FAIL or skip.
 Exits non-zero if a test failed, a suite ran fewer tests than it planned, a
 suite named with --expect did not run, or the log shows a kernel WARNING, BUG,
 Oops, KASAN report or panic.
@@ -17,13 +21,15 @@ import sys
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s?)?")
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)(?: (?:- )?(?P<name>[^#]*?))?\s*(?:#\s*(?P<directive>\w+)(?P<reason>.*))?$")
 PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*$")
-KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|possible circular locking|inconsistent lock state)")
+KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context)")
 
 
 class Suite:
     def __init__(self, name):
         self.name = name
         self.passed = self.failed = self.skipped = 0
+        # (name, is_leaf, [passed, failed, skipped], failed itself) per second-level test
+        self.items = []
 
 
 def parse(lines, verbose):
@@ -36,6 +42,9 @@ def parse(lines, verbose):
     plans = {}
     results_at = {}
     current = None
+    # For each depth: leaf results seen below it since its last result line.
+    below = {}
+    items = []
     for raw in lines:
         line = PREFIX.sub("", raw.rstrip("\r\n"))
         if KERNEL_REPORT.search(line):
@@ -63,6 +72,21 @@ def parse(lines, verbose):
         child_seen[depth + 1] = False
         child_seen[depth] = True
         directive = (m["directive"] or "").upper()
+        kind = 2 if directive == "SKIP" else (0 if m["status"] == "ok" else 1)
+        if leaf:
+            for d in range(depth):
+                below.setdefault(d, [0, 0, 0])[kind] += 1
+        if depth == 1:
+            counts = [0, 0, 0]
+            if leaf:
+                counts[kind] = 1
+            else:
+                counts = below.get(1, [0, 0, 0])
+            items.append((m["name"], leaf, counts, kind == 1))
+        if depth > 0 and not leaf and kind == 1:
+            # A parent can fail with passing subtests: a binary that crashed after them.
+            problems.append(f"failed: {m['name']}" + (f" # {m['directive']}{m['reason']}" if m['directive'] else ""))
+        below[depth] = [0, 0, 0]
         if verbose:
             print(line.strip() if depth == 0 else "  " * depth + line.strip())
         if depth == 0:
@@ -71,6 +95,8 @@ def parse(lines, verbose):
                 # A top-level test with no subtests (kselftest style).
                 tally(suite, m["status"], directive)
             suite.name = m["name"]
+            suite.items = items
+            items = []
             suites.append(suite)
             current = None
             if m["status"] == "not ok" and directive != "SKIP" and suite.failed == 0:
@@ -97,6 +123,36 @@ def tally(suite, status, directive):
         suite.failed += 1
 
 
+def table(suites, pattern):
+    """Prints the second-level tests of the matching suites as a table."""
+    cols = [s for s in suites if re.search(pattern, s.name)]
+    if not cols:
+        print(f"(no suite matches {pattern!r})")
+        return
+    rows = []
+    for s in cols:
+        for name, _, _, _ in s.items:
+            if name not in rows:
+                rows.append(name)
+    cells = {}
+    for s in cols:
+        for name, leaf, (p, f, k), failed in s.items:
+            if leaf:
+                cells[(s.name, name)] = "skip" if k else ("ok" if p else "FAIL")
+            else:
+                cells[(s.name, name)] = f"{p}/{f}/{k}" + (" FAIL" if f or failed else "")
+    width = max(len(r) for r in rows)
+    colw = [max(len(s.name), 12) for s in cols]
+    print("passed/failed/skipped leaf results per test; ok/FAIL/skip for single checks")
+    print(" | ".join([" " * width] + [s.name.ljust(w) for s, w in zip(cols, colw)]))
+    print("-+-".join(["-" * width] + ["-" * w for w in colw]))
+    for r in rows:
+        line = [r.ljust(width)]
+        for s, w in zip(cols, colw):
+            line.append(cells.get((s.name, r), "-").ljust(w))
+        print(" | ".join(line))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("log", help="console log to parse")
@@ -104,6 +160,8 @@ def main():
                     help="a suite that must have run (repeatable)")
     ap.add_argument("--label", default="kunit", help="word before the summary line")
     ap.add_argument("-q", "--quiet", action="store_true", help="do not print each result line")
+    ap.add_argument("--table", metavar="PATTERN",
+                    help="print a table of the suites matching PATTERN by their tests")
     args = ap.parse_args()
 
     with open(args.log, errors="replace") as f:
@@ -118,6 +176,8 @@ def main():
 
     for s in suites:
         print(f"suite {s.name}: {s.passed} passed, {s.failed} failed, {s.skipped} skipped")
+    if args.table:
+        table(suites, args.table)
     for p in problems:
         print(f"PROBLEM: {p}")
     passed = sum(s.passed for s in suites)

@@ -14,11 +14,15 @@ WORK=$CACHE/work
 SRC=$WORK/linux
 BUILD=${IOMMU_PT_BUILD:-$WORK/build}
 OUT=$WORK/out
+# The iommu-pt module built against $BUILD; it must stay under $WORK, which the
+# guest sees at $GUEST_WORK.
+MODULE_OUT=${IOMMU_PT_MODULE_OUT:-$WORK/module}
 # Where the guest sees $WORK (read-only; $OUT stays writable at its own path) and
 # the repository: virtme-ng overlays /var, /tmp, /home... in the guest, which
 # would hide them at their own paths.
 GUEST_WORK=/mnt/iommu-pt-work
 GUEST_REPO=/mnt/iommu-pt-repo
+GUEST_MODULE=$GUEST_WORK/${MODULE_OUT#"$WORK"/}/iommu_pt.ko
 
 # The kernel we test against. If the archive no longer carries it, the newest
 # linux-source-7.x it does carry is taken instead (see prepare-tree.sh).

@@ -4,9 +4,12 @@
 # The test command: set up the toolchain root, prepare the patched tree,
 # build the guest kernel (all incremental), then boot it and run the tests.
 #
-# usage: scripts/test.sh [--skip-build]
+# usage: scripts/test.sh [--skip-build] [--stages LIST]
 #
-# Stage 1, the KUnit boot: every KUnit suite the configuration builds runs
+# --stages takes a comma-separated subset of kunit,vfio,reliability (default:
+# all three).
+#
+# Stage "kunit", one boot: every KUnit suite the configuration builds runs
 # built in at boot, before any userspace, as kunit.py does: the series'
 # doctests (rust_doctests_kernel), the #[kunit_tests] suites and generic_pt's
 # six suites, whose leak check needs a quiet system. The same boot then checks
@@ -14,17 +17,47 @@
 # and tests the iommu-pt module: its KUnit suite, bad parameters, a real
 # iommufd domain on the vfio-bound igb served from the pool, and 20 reloads
 # under a live domain (qemu/guest/test-pool.sh).
+#
+# Stage "vfio", two boots, VT-d legacy mode (second-stage tables) and scalable
+# mode with first-stage tables: the kernel's VFIO selftests on the vfio-bound
+# igb, with 2 MiB and 1 GiB huge pages reserved, first on the C allocator and
+# then with the iommu-pt pool, which must be shown to serve every table
+# (qemu/guest/vfio-tests.sh). Prints one table: combination x test.
+#
+# Stage "reliability", one boot (legacy mode): the pool under injected
+# allocation failures, memory pressure, concurrent mapping in several domains,
+# 100 reloads under live domains, and bad input (qemu/guest/reliability.sh).
+#
+# scripts/test-debug.sh runs the same stages on the debug kernel (KASAN,
+# lockdep, kmemleak, DEBUG_PAGEALLOC) through these variables:
+#   IOMMU_PT_APPEND      more kernel command line for every boot
+#   IOMMU_PT_GUEST_WRAP  a guest command every test command runs under
+#   IOMMU_PT_SLOW        a factor for the boot timeouts (default 1)
 
 . "$(dirname "$0")/lib.sh"
 
 skip_build=0
-for arg; do
-	case "$arg" in
-	--skip-build) skip_build=1 ;;
-	-h | --help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) die "test.sh: unknown argument '$arg' (try --help)" ;;
+stages=kunit,vfio,reliability
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--skip-build) skip_build=1; shift ;;
+	--stages) stages=${2:?--stages needs a list such as kunit,vfio}; shift 2 ;;
+	-h | --help) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "test.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
+for s in ${stages//,/ }; do
+	case "$s" in
+	kunit | vfio | reliability) ;;
+	*) die "test.sh: unknown stage '$s' in --stages (known: kunit, vfio, reliability)" ;;
+	esac
+done
+want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+slow=${IOMMU_PT_SLOW:-1}
+case "$slow" in '' | *[!0-9]* | 0) die "IOMMU_PT_SLOW is a whole factor >= 1, not '$slow'" ;; esac
+extra_append=${IOMMU_PT_APPEND:-}
+# shellcheck disable=SC2206
+wrap=(${IOMMU_PT_GUEST_WRAP:-})
 
 need_root
 t0=$(now)
@@ -41,6 +74,13 @@ t_built=$(now)
 style=0
 "$REPO/scripts/check-style.sh" || style=1
 
+verdict=0
+if [ "$style" -ne 0 ]; then
+	warn "style checks failed (see above)"
+	verdict=1
+fi
+mkdir -p "$OUT"
+
 # Suites the configuration must have run; a missing one is a failure.
 KUNIT_SUITES=(
 	rust_doctests_kernel
@@ -50,29 +90,68 @@ KUNIT_SUITES=(
 	iommu_pt_pool
 )
 
-mkdir -p "$OUT"
-log="$OUT/kunit-boot.log"
-log "stage 1: KUnit boot (log: $log)"
-guest_status=0
-"$REPO/qemu/run-guest.sh" --log "$log" --timeout 1800 --append kunit.enable=1 -- \
-	qemu/guest/stage1.sh "$GUEST_WORK/module/iommu_pt.ko" "$GUEST_WORK/guest-bin" || guest_status=$?
-
-expect=()
-for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
-verdict=0
-python3 "$REPO/scripts/ktap.py" --label kunit "${expect[@]}" "$log" || verdict=1
-if [ "$style" -ne 0 ]; then
-	warn "style checks failed (see above)"
-	verdict=1
+if want kunit; then
+	log="$OUT/kunit-boot.log"
+	log "stage kunit: KUnit boot (log: $log)"
+	guest_status=0
+	"$REPO/qemu/run-guest.sh" --log "$log" --timeout $((1800 * slow)) \
+		--append "kunit.enable=1 $extra_append" -- \
+		"${wrap[@]}" qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin" ||
+		guest_status=$?
+	expect=()
+	for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
+	python3 "$REPO/scripts/ktap.py" --label kunit "${expect[@]}" "$log" || verdict=1
+	if [ "$guest_status" -ne 0 ]; then
+		warn "the KUnit boot's guest exited with status $guest_status"
+		verdict=1
+	fi
 fi
-if [ "$guest_status" -ne 0 ]; then
-	warn "the guest exited with status $guest_status"
-	verdict=1
+
+if want vfio; then
+	# One 1 GiB and a few 2 MiB huge pages, reserved at boot while memory is
+	# not fragmented, so that the hugetlb variants run instead of skipping.
+	hugepages="hugepagesz=1G hugepages=1 hugepagesz=2M hugepages=8"
+	matrix="$OUT/vfio-matrix.log"
+	: >"$matrix"
+	expect=()
+	# IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
+	for mode in ${IOMMU_PT_VFIO_MODES:-legacy scalable}; do
+		log="$OUT/vfio-$mode.log"
+		expect+=(--expect "vfio_${mode}_c" --expect "vfio_${mode}_rust")
+		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
+		guest_status=0
+		"$REPO/qemu/run-guest.sh" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
+			--append "$hugepages $extra_append" -- \
+			"${wrap[@]}" qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
+			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin" || guest_status=$?
+		if [ "$guest_status" -ne 0 ]; then
+			warn "the $mode VFIO boot's guest exited with status $guest_status"
+			verdict=1
+		fi
+		cat "$log" >>"$matrix"
+	done
+	python3 "$REPO/scripts/ktap.py" --label vfio --quiet --table '^vfio_' \
+		"${expect[@]}" "$matrix" || verdict=1
+fi
+
+if want reliability; then
+	log="$OUT/reliability.log"
+	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $log)"
+	guest_status=0
+	"$REPO/qemu/run-guest.sh" --log "$log" --timeout $((2400 * slow)) \
+		--append "$extra_append" -- \
+		"${wrap[@]}" qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin" ||
+		guest_status=$?
+	python3 "$REPO/scripts/ktap.py" --label reliability "$log" || verdict=1
+	if [ "$guest_status" -ne 0 ]; then
+		warn "the reliability boot's guest exited with status $guest_status"
+		verdict=1
+	fi
 fi
 
 log "times: build steps $((t_built - t0)) s, boot to verdict $(($(now) - t_built)) s"
 if [ "$verdict" -ne 0 ]; then
-	log "FAILED (guest log: $log)"
+	log "FAILED (guest logs in $OUT)"
 	exit 1
 fi
 log "PASSED"

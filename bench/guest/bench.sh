@@ -1,0 +1,176 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs in the guest: every workload under the C allocator (iommu_pt not
+# loaded) and the Rust pool (iommu_pt loaded), alternating, RUNS times. Each
+# run swaps the order (C first, then Rust first), so that drift over the boot
+# does not favour one side.
+#
+# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR
+#
+# Prints one line per workload and run:
+#   BENCH run=R alloc=c|rust workload=W key=value...
+# with the workload's own figures (ns from ktime or clock_gettime), the perf
+# stat software counters of the command (task-clock in ms, the CPU time of the
+# task, kernel and user), NR_IOMMU_PAGES before, at the end of the workload
+# and after, and for the pool the deltas of its counters, including the
+# refill worker's time. Then a perf record profile of the sparse workload
+# under each allocator (top symbols), written to PROFILE_DIR.
+
+set -u
+runs=$1
+pool_ko=$2
+bench_ko=$3
+bin=$4
+profiles=$5
+IGB_ID=0x8086:0x10c9
+run_file=/sys/kernel/debug/iommu_pt_bench/run
+stats=/sys/kernel/debug/iommu_pt/stats
+
+# name|kind|arguments. kind k: written to the in-kernel benchmark; kind u:
+# the userspace benchmark on the vfio-bound igb.
+WORKLOADS=(
+	"k_alloc_1|k|alloc 8192 1"
+	"k_alloc_128|k|alloc 8192 128"
+	"k_alloc_drain|k|alloc 4096 4096"
+	"k_map_dense|k|map dense 16384"
+	"k_map_sparse|k|map sparse 128"
+	"k_map_sparse_drain|k|map sparse 4096"
+	"k_map_huge|k|map huge 4096"
+	"k_churn|k|churn 128 32"
+	"u_iommufd_dense|u|iommufd dense 2048"
+	"u_iommufd_sparse|u|iommufd sparse 128"
+	"u_iommufd_huge|u|iommufd huge 512"
+	"u_iommufd_churn|u|iommufd churn 128 8"
+	"u_type1_dense|u|type1 dense 2048"
+	"u_type1_sparse|u|type1 sparse 128"
+	"u_type1_huge|u|type1 huge 512"
+	"u_type1_churn|u|type1 churn 128 8"
+)
+POOL_KEYS="allocs hits fallbacks frees zeroed refills worker_runs worker_ns"
+
+die() {
+	echo "bench.sh: $*" >&2
+	exit 1
+}
+iommu_pages() {
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
+}
+pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+
+bdf=""
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
+done
+[ -n "$bdf" ] || die "no igb device ($IGB_ID)"
+dev=/sys/bus/pci/devices/$bdf
+if [ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" != vfio-pci ]; then
+	[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
+	echo vfio-pci >"$dev/driver_override"
+	echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind || die "cannot bind $bdf to vfio-pci"
+fi
+insmod "$bench_ko" || die "cannot load $bench_ko"
+[ -e /sys/module/iommu_pt ] && rmmod iommu_pt
+
+echo "# guest: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r)"
+echo "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+echo "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
+	awk -F, '{ printf "%s=%s ", $3, $1 }')"
+# Hardware counters where the guest has them (KVM with a PMU); TCG has none.
+EVENTS=task-clock
+if perf stat -x, -e cycles,instructions true 2>&1 >/dev/null | grep -q '^[0-9]'; then
+	EVENTS=task-clock,cycles,instructions
+fi
+echo "# perf stat events used: $EVENTS"
+
+# run_workload RUN ALLOC NAME KIND ARGS...
+run_workload() {
+	local run=$1 alloc=$2 name=$3 kind=$4
+	shift 4
+	local before after peak out perf_out line extra k v0 v1 task
+	local -A p0
+
+	before=$(iommu_pages)
+	if [ "$alloc" = rust ]; then
+		for k in $POOL_KEYS; do p0[$k]=$(pool_stat "$k"); done
+	fi
+	perf_out=$(mktemp)
+	if [ "$kind" = k ]; then
+		perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
+			sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
+		out=$(cat "$run_file")
+	else
+		out=$(perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
+			"$bin/vfio-map-bench" "$1" "$bdf" "${@:2}") || die "$name: vfio-map-bench $* failed"
+	fi
+	peak=$(iommu_pages)
+	task=$(awk -F, '$3 == "task-clock" { print $1 }' "$perf_out")
+	extra=$(awk -F, '($3 == "cycles" || $3 == "instructions") && $1 ~ /^[0-9]/ {
+		printf " %s=%s", $3, $1 }' "$perf_out")
+	rm -f "$perf_out"
+	if [ "$alloc" = rust ]; then
+		for k in $POOL_KEYS; do
+			v1=$(pool_stat "$k")
+			v0=${p0[$k]}
+			extra="$extra pool_$k=$((v1 - v0))"
+		done
+		extra="$extra pool_clean=$(pool_stat clean) pool_dirty=$(pool_stat dirty)"
+	fi
+	line="BENCH run=$run alloc=$alloc workload=$name task_clock_ms=$task"
+	line="$line $(echo "$out" | awk '$1 != "op" && $1 != "pattern" { printf "%s=%s ", $1, $2 }')"
+	# Let the pool's worker catch up between workloads, and count it.
+	sleep 1
+	after=$(iommu_pages)
+	if [ "$alloc" = rust ]; then
+		extra="$extra pool_worker_ns_total=$(($(pool_stat worker_ns) - p0[worker_ns]))"
+	fi
+	echo "$line nr_iommu_pages_before=$before nr_iommu_pages_end=$peak nr_iommu_pages_after=$after$extra"
+}
+
+# run_set RUN ALLOC: every workload on one allocator.
+run_set() {
+	local run=$1 alloc=$2 w name kind args
+	if [ "$alloc" = rust ]; then
+		insmod "$pool_ko" || die "cannot load $pool_ko"
+		# Start from a full pool: the load fills it to the high watermark.
+		sleep 1
+	fi
+	for w in "${WORKLOADS[@]}"; do
+		IFS='|' read -r name kind args <<<"$w"
+		# shellcheck disable=SC2086
+		run_workload "$run" "$alloc" "$name" "$kind" $args
+	done
+	if [ "$alloc" = rust ]; then
+		echo "# pool after run $run: $(tr '\n' ' ' <"$stats")"
+		rmmod iommu_pt || die "cannot unload iommu_pt"
+	fi
+}
+
+t0=$(date +%s)
+for run in $(seq 1 "$runs"); do
+	if [ $((run % 2)) -eq 1 ]; then
+		run_set "$run" c
+		run_set "$run" rust
+	else
+		run_set "$run" rust
+		run_set "$run" c
+	fi
+	echo "# run $run done after $(($(date +%s) - t0)) s"
+done
+
+# Profiles of the sparse workload that drains the pool, under each allocator.
+mkdir -p "$profiles"
+for alloc in c rust; do
+	[ "$alloc" = rust ] && insmod "$pool_ko" && sleep 1
+	perf record -q -e cpu-clock -F 4000 -g -o "$profiles/perf-$alloc.data" -- \
+		sh -c "echo 'map sparse 4096' >$run_file" 2>/dev/null
+	perf report -q -i "$profiles/perf-$alloc.data" --stdio --no-children \
+		--sort symbol --percent-limit 1.5 2>/dev/null | grep '%' | head -n 20 \
+		>"$profiles/top-$alloc.txt"
+	echo "# profile, map sparse 4096, $alloc allocator: top symbols (self %)"
+	sed 's/^/#   /' "$profiles/top-$alloc.txt"
+	[ "$alloc" = rust ] && rmmod iommu_pt
+done
+rmmod iommu_pt_bench
+echo "# bench done after $(($(date +%s) - t0)) s"

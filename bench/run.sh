@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Benchmarks: the iommu-pt pool against the C allocator, side by side in one
+# boot (bench/guest/bench.sh alternates them, RUNS times), then a Markdown
+# report per boot (bench/report.py) in $IOMMU_PT_CACHE/work/out.
+#
+# usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--skip-build]
+#
+# --runs N       runs per workload and allocator (default 5, at least 2)
+# --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time
+# --clock icount single-threaded TCG with -icount shift=0: guest time counts
+#                instructions, so ratios repeat from boot to boot (TCG only)
+# --clock both   both boots, icount first (default; under KVM only wall)
+
+. "$(dirname "$0")/../scripts/lib.sh"
+
+runs=5
+clock=both
+skip_build=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runs) runs=${2:?--runs needs a number}; shift 2 ;;
+	--clock) clock=${2:?--clock needs wall, icount or both}; shift 2 ;;
+	--skip-build) skip_build=1; shift ;;
+	-h | --help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "bench/run.sh: unknown argument '$1' (try --help)" ;;
+	esac
+done
+case "$runs" in '' | *[!0-9]*) die "bench/run.sh: --runs takes a whole number, not '$runs'" ;; esac
+[ "$runs" -ge 2 ] || die "bench/run.sh: --runs must be at least 2 for a spread"
+case "$clock" in wall | icount | both) ;; *) die "bench/run.sh: --clock is wall, icount or both, not '$clock'" ;; esac
+
+need_root
+if [ "$skip_build" -eq 0 ]; then
+	"$REPO/scripts/setup-root.sh"
+	"$REPO/scripts/prepare-tree.sh"
+	"$REPO/scripts/build-kernel.sh"
+	"$REPO/scripts/build-module.sh"
+	"$REPO/scripts/build-guest-tools.sh"
+fi
+
+# The in-kernel benchmark module and the userspace benchmark.
+kmod=$WORK/bench-kmod
+benchbin=$WORK/bench-bin
+mkdir -p "$kmod" "$benchbin" "$OUT"
+in_root make -s -C "$BUILD" LLVM=1 M="$REPO/bench/kmod" MO="$kmod" modules ||
+	die "cannot build bench/kmod"
+in_root gcc -O2 -Wall -Werror -isystem "$BUILD/usr/include" -o "$benchbin/vfio-map-bench" \
+	"$REPO/bench/guest/vfio-map-bench.c" || die "cannot build bench/guest/vfio-map-bench.c"
+
+accel=${IOMMU_PT_ACCEL:-$("$REPO/qemu/kvm-probe.sh")}
+clocks=()
+case "$clock" in
+both) [ "$accel" = tcg ] && clocks=(icount wall) || clocks=(wall) ;;
+icount) [ "$accel" = tcg ] || die "bench/run.sh: --clock icount needs TCG, and this machine runs KVM"
+	clocks=(icount) ;;
+*) clocks=(wall) ;;
+esac
+
+status=0
+for c in "${clocks[@]}"; do
+	log="$OUT/bench-$c.log"
+	report="$OUT/bench-$c.md"
+	opts=()
+	[ "$c" = icount ] && opts=(--icount)
+	log "bench: $runs runs per allocator, $accel, clock $c (log: $log)"
+	t0=$(now)
+	# 2 MiB huge pages for the huge-mapping workloads.
+	if ! "$REPO/qemu/run-guest.sh" "${opts[@]}" --log "$log" --timeout 5400 \
+		--append "hugepagesz=2M hugepages=8" -- \
+		bench/guest/bench.sh "$runs" "$GUEST_MODULE" \
+		"$GUEST_WORK/bench-kmod/iommu_pt_bench.ko" "$GUEST_WORK/bench-bin" \
+		"$OUT/bench-profiles-$c"; then
+		warn "the $c benchmark guest failed (see $log)"
+		status=1
+		continue
+	fi
+	title="Rust pool vs C allocator: $accel, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread" || echo "wall time"), 2 vCPUs, $runs runs"
+	if python3 "$REPO/bench/report.py" --title "$title" "$log" >"$report"; then
+		{
+			echo
+			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c\` ($(($(now) - t0)) s on this machine)."
+			echo
+			echo "Profiles of \`map sparse 4096\` (perf record -e cpu-clock, self %, top symbols):"
+			for a in c rust; do
+				echo
+				echo "$a allocator:"
+				echo '```'
+				cat "$OUT/bench-profiles-$c/top-$a.txt" 2>/dev/null
+				echo '```'
+			done
+		} >>"$report"
+		cat "$report"
+	else
+		warn "incomplete results in $log"
+		status=1
+	fi
+done
+exit $status

@@ -1,0 +1,308 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs in the guest: the iommu-pt pool when things go wrong, with VFIO/iommufd
+# domains on the vfio-bound igb. Prints KTAP; every scenario ends by checking
+# that nothing leaked: the pool's outstanding count and NR_IOMMU_PAGES are
+# back to their values before it.
+#
+# usage: reliability.sh MODULE.ko GUEST_BIN_DIR [STRESS_SECONDS] [RELOADS]
+#
+# 1. Allocation failure (CONFIG_FAULT_INJECTION):
+#    a. fail-nth: the N-th allocation of one 16 MiB IOMMU_IOAS_MAP fails, for
+#       every N in turn, on the C allocator, on the pool, and on a pool too
+#       small to serve the map (so its table allocations fall back to C and
+#       fail there); each map succeeds in full or fails with ENOMEM leaving
+#       nothing mapped (qemu/guest/fault-map.c);
+#    b. fail-nth on module load: the N-th allocation made from the module's
+#       code during its init fails, for every N in turn; the load fails with
+#       ENOMEM or succeeds with a smaller pool (a refill that failed);
+#    c. every allocation of the refill worker fails while a sparse map drains
+#       the pool: the maps succeed (the tables come from C), the pool counts
+#       fallbacks.
+# 2. Memory pressure: memory is filled until kswapd reclaims; the shrinker
+#    gives the spare pages back, mapping still works, no OOM kill.
+# 3. Concurrency: threads map and unmap in three domains at once, owned and
+#    overlapping ranges, then every recorded mapping is checked in the live
+#    table and by unmapping (qemu/guest/stress-map.c).
+# 4. Module churn: RELOADS unloads and loads while three domains stay alive
+#    and threads keep mapping and unmapping in them (stress-map).
+# 5. Bad input: module parameters that are not numbers or out of range, and
+#    writes to the module's debugfs files, are refused.
+
+set -u
+ko=$1
+bin=$2
+STRESS_SECONDS=${3:-120}
+RELOADS=${4:-100}
+IGB_ID=0x8086:0x10c9
+stats=/sys/kernel/debug/iommu_pt/stats
+fi_dir=/sys/kernel/debug
+
+n=0
+fails=0
+result() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		fails=$((fails + 1))
+	fi
+}
+pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+iommu_pages() {
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
+}
+# check_baseline NAME PAGES0: NR_IOMMU_PAGES back to PAGES0 (after the pool
+# worker settled), reported as a result.
+check_baseline() {
+	local pages
+	sleep 1
+	pages=$(iommu_pages)
+	echo "# $1: nr_iommu_pages $2 -> $pages"
+	[ "$pages" = "$2" ]
+	result $? "$1"
+}
+
+# Fault injection knobs for fail_page_alloc and failslab.
+fi_set() {
+	local a
+	for a in fail_page_alloc failslab; do
+		echo "$2" >"$fi_dir/$a/$1"
+	done
+}
+fi_reset() {
+	fi_set probability 0
+	fi_set times -1
+	fi_set interval 1
+	fi_set verbose 0
+	fi_set task-filter N
+	fi_set ignore-gfp-wait N
+	fi_set require-start 0
+	fi_set require-end 0xffffffffffffffff
+	echo 0 >"$fi_dir/fail_page_alloc/min-order"
+	echo N >"$fi_dir/fail_page_alloc/ignore-gfp-highmem"
+}
+# fi_module_only: count only allocations made with the module's code on the
+# stack (its text symbols in kallsyms, fixed-width hex, so they sort as text).
+fi_module_only() {
+	local lo hi end
+	lo=$(awk '$2 ~ /^[tT]$/ && $NF == "[iommu_pt]" { print $1 }' /proc/kallsyms | sort | head -n 1)
+	hi=$(awk '$2 ~ /^[tT]$/ && $NF == "[iommu_pt]" { print $1 }' /proc/kallsyms | sort | tail -n 1)
+	[ -n "$lo" ] || return 1
+	# The last function is shorter than 64 KiB.
+	end=$(printf '%x' $((16#$hi + 65536)))
+	fi_set require-start "0x$lo"
+	fi_set require-end "0x$end"
+	echo "0x$lo-0x$end"
+}
+
+# Setup: the igb on vfio-pci.
+bdf=""
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
+done
+dev=/sys/bus/pci/devices/$bdf
+if [ -n "$bdf" ] && [ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" != vfio-pci ]; then
+	[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
+	echo vfio-pci >"$dev/driver_override"
+	echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind
+fi
+vfio=/dev/vfio/devices/$(ls "$dev/vfio-dev" 2>/dev/null | head -n 1)
+echo "KTAP version 1"
+echo "1..17"
+if [ ! -c "$vfio" ] || [ ! -d "$fi_dir/fail_page_alloc" ]; then
+	echo "# setup failed: igb '$bdf' on vfio-pci: $vfio; fault injection: $fi_dir/fail_page_alloc"
+	exit 1
+fi
+# Structures created once per device are not leaks: one attach first.
+printf '\n\n' | "$bin/iommufd-map" "$vfio" 1 >/dev/null
+fi_reset
+pages0=$(iommu_pages)
+dmesg -C
+
+# 1a. fail-nth on the map path, three allocators.
+total_tried=0
+total_failed=0
+for setup in c pool small_pool; do
+	case $setup in
+	pool) insmod "$ko" ;;
+	small_pool) insmod "$ko" capacity=4 low_watermark=1 high_watermark=2 ;;
+	esac
+	f0=$(pool_stat fallbacks 2>/dev/null)
+	out=$("$bin/fault-map" "$vfio" 16 5000)
+	rc=$?
+	if [ "$setup" != c ]; then
+		echo "# fallbacks to C during the tries: $(($(pool_stat fallbacks) - f0))"
+		rmmod iommu_pt
+	fi
+	echo "# fail-nth map, $setup: $out"
+	read -r _ tried _ failed _ <<<"$out"
+	total_tried=$((total_tried + ${tried:-0}))
+	total_failed=$((total_failed + ${failed:-0}))
+	[ "$rc" -eq 0 ] && [ "${failed:-0}" -ge 1 ]
+	result $? "fault_map_fail_nth_$setup"
+done
+check_baseline fault_map_no_leak "$pages0"
+
+# 1b. fail-nth on module load, counting only allocations from the module's
+# code (qemu/guest/fail-nth-insmod.c), for every point until one is not reached.
+insmod "$ko" high_watermark=16 low_watermark=4 && range=$(fi_module_only) && rmmod iommu_pt
+echo "# module text: ${range:-not found}"
+loads_failed=0
+loads_ok=0
+load_bad=0
+for nth in $(seq 1 400); do
+	out=$("$bin/fail-nth-insmod" "$nth" "$ko" "high_watermark=16 low_watermark=4" | tr '\n' ' ')
+	case "$out" in
+	"loaded "*)
+		loads_ok=$((loads_ok + 1))
+		now=$(fi_module_only)
+		[ "$now" = "$range" ] || {
+			echo "# fail-nth=$nth: the module moved ($range -> $now), the filter no longer matches"
+			load_bad=1
+		}
+		rmmod iommu_pt || load_bad=1
+		;;
+	"failed ENOMEM "*) loads_failed=$((loads_failed + 1)) ;;
+	*)
+		echo "# fail-nth=$nth: $out"
+		load_bad=1
+		;;
+	esac
+	case "$out" in *not-reached*) break ;; esac
+done
+fi_reset
+echo "# fail-nth insmod: $nth points tried, $loads_failed loads failed with ENOMEM, $loads_ok loaded (with a partial pool when a refill failed)"
+[ "$load_bad" -eq 0 ] && [ "$loads_failed" -ge 1 ] && [ "$loads_ok" -ge 2 ] && [ "$nth" -lt 400 ]
+result $? fault_insmod_fail_nth
+total_tried=$((total_tried + nth))
+total_failed=$((total_failed + loads_failed))
+check_baseline fault_insmod_no_leak "$pages0"
+
+# 1c. Every refill allocation of the worker fails while the pool drains.
+insmod "$ko"
+o0=$(pool_stat outstanding)
+fb0=$(pool_stat fallbacks)
+rf0=$(pool_stat refills)
+fi_module_only >/dev/null
+fi_set probability 100
+fi_set times 100000
+coproc MAP { "$bin/iommufd-map" "$vfio" 1024 2>&1; }
+map_pid=$MAP_PID
+read -r state <&"${MAP[0]}"
+injected=$((100000 - $(cat "$fi_dir/fail_page_alloc/times")))
+fi_reset
+fb=$(($(pool_stat fallbacks) - fb0))
+rf=$(($(pool_stat refills) - rf0))
+echo "# refill failures: sparse map of 1024 pages: $state; $injected refill allocations failed, $rf succeeded, $fb tables from C"
+echo >&"${MAP[1]}"
+read -r state <&"${MAP[0]}"
+echo >&"${MAP[1]}"
+wait "$map_pid"
+map_rc=$?
+[ "$map_rc" -eq 0 ] && [ "$injected" -ge 1 ] && [ "$fb" -ge 1 ] && [ "$(pool_stat outstanding)" = "$o0" ]
+result $? fault_refill_worker
+total_tried=$((total_tried + injected))
+total_failed=$((total_failed + injected))
+rmmod iommu_pt
+check_baseline fault_refill_no_leak "$pages0"
+echo "# injected failures: $total_failed of $total_tried points tried"
+
+# 2. Memory pressure: kswapd wakes 10% of memory above the minimum.
+insmod "$ko"
+sleep 1
+wsf=$(cat /proc/sys/vm/watermark_scale_factor)
+echo 1000 >/proc/sys/vm/watermark_scale_factor
+clean0=$(pool_stat clean)
+shrunk0=$(pool_stat shrunk)
+total_mb=$(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo)
+coproc HOG { "$bin/mem-hog" $((total_mb / 20)) 2>&1; }
+hog_pid=$HOG_PID
+read -r hog <&"${HOG[0]}"
+sleep 3
+shrunk=$(($(pool_stat shrunk) - shrunk0))
+clean1=$(pool_stat clean)
+out=$(printf '\n\n' | "$bin/iommufd-map" "$vfio" 64 2>&1; echo "exit ${PIPESTATUS[1]}")
+out=$(echo "$out" | tr '\n' ' ')
+echo >&"${HOG[1]}"
+wait "$hog_pid"
+echo "$wsf" >/proc/sys/vm/watermark_scale_factor
+echo "# memory pressure: $hog; pool clean $clean0 -> $clean1, shrunk +$shrunk; map of 64 under pressure: $out"
+oom=$(dmesg | grep -c 'Out of memory\|oom-kill')
+echo "# OOM kills: $oom"
+map_ok=1
+case "$out" in *"exit 0 ") map_ok=0 ;; esac
+[ "$shrunk" -ge 1 ] && [ "$map_ok" -eq 0 ] && [ "$oom" -eq 0 ]
+result $? memory_pressure_shrinker
+rmmod iommu_pt
+check_baseline memory_pressure_no_leak "$pages0"
+
+# 3. Concurrency.
+insmod "$ko"
+o0=$(pool_stat outstanding)
+h0=$(pool_stat hits)
+out=$("$bin/stress-map" "$vfio" 3 8 "$STRESS_SECONDS" 2>&1)
+rc=$?
+echo "# concurrency, 3 domains, 8 threads, $STRESS_SECONDS s on $(nproc) vCPUs: $(echo "$out" | tail -n 1)"
+echo "$out" | head -n -1 | head -n 10 | sed 's/^/# /'
+echo "# pool: hits +$(($(pool_stat hits) - h0)), outstanding $o0 -> $(pool_stat outstanding)"
+[ "$rc" -eq 0 ] && [ "$(pool_stat outstanding)" = "$o0" ]
+result $? concurrency_stress
+rmmod iommu_pt
+check_baseline concurrency_no_leak "$pages0"
+
+# 4. Module churn: stress-map keeps three domains alive and maps and unmaps
+# in them all along, while the module is loaded and unloaded RELOADS times.
+insmod "$ko"
+coproc STRESS { "$bin/stress-map" "$vfio" 3 4 0 2>&1; }
+stress_pid=$STRESS_PID
+sleep 2
+reload_bad=0
+for i in $(seq 1 "$RELOADS"); do
+	rmmod iommu_pt || reload_bad=1
+	insmod "$ko" || reload_bad=1
+done
+echo >&"${STRESS[1]}"
+out=$(cat <&"${STRESS[0]}")
+wait "$stress_pid"
+rc=$?
+echo "# module churn: $RELOADS reloads under stress-map (3 domains, 4 threads): $(echo "$out" | tail -n 1)"
+[ "$reload_bad" -eq 0 ] && [ "$rc" -eq 0 ]
+result $? module_churn
+rmmod iommu_pt
+check_baseline module_churn_no_leak "$pages0"
+
+# 5. Bad input.
+bad=0
+for args in "capacity=abc" "low_watermark=-1" "high_watermark=0" "capacity=99999999999" \
+	"capacity=0x" "high_watermark=512 capacity=256"; do
+	# shellcheck disable=SC2086
+	if insmod "$ko" $args 2>/dev/null; then
+		echo "# insmod $args was accepted"
+		rmmod iommu_pt
+		bad=1
+	fi
+done
+[ ! -e /sys/module/iommu_pt ] && [ "$bad" -eq 0 ]
+result $? bad_parameters
+insmod "$ko"
+before=$(cat "$stats")
+bad=0
+for f in stats spare_pfns; do
+	if echo 1 >"/sys/kernel/debug/iommu_pt/$f" 2>/dev/null; then
+		echo "# a write to iommu_pt/$f was accepted"
+		bad=1
+	fi
+done
+after=$(cat "$stats")
+[ "$bad" -eq 0 ] && [ "$before" = "$after" ]
+result $? debugfs_read_only
+rmmod iommu_pt
+check_baseline bad_input_no_leak "$pages0"
+
+echo "# kernel log: $(dmesg | grep -c 'WARNING:\|BUG:\|Oops') warnings or oopses"
+dmesg | grep -A20 'WARNING:\|BUG:\|Oops' | head -n 60 | sed 's/^/# /'
+exit $((fails > 0))

@@ -1,0 +1,229 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs in the guest: the kernel's VFIO selftests on the igb NIC bound to
+# vfio-pci, first on the C allocator (iommu_pt not loaded), then on the Rust
+# pool (iommu_pt loaded), in the translation mode the guest was booted with.
+#
+# usage: vfio-tests.sh legacy|scalable MODULE.ko SELFTEST_DIR GUEST_BIN_DIR
+#
+# Each selftest binary's own TAP output is nested under a result for the
+# binary (exit 0 pass, 4 skip, anything else fail). A second result,
+# <binary>_checks, asserts what the binary cannot see:
+#  - nothing leaked: NR_IOMMU_PAGES is back to its value before the binary;
+#  - the translation stage: a sampler (table-frames) reads the device's
+#    context or PASID entry every few seconds while the binary runs
+#    (second-stage tables in legacy mode, first-stage in scalable mode);
+#  - on the C allocator, the module is not loaded;
+#  - on the Rust pool, the pool served every table: its counters show tables
+#    served (hits >= 1), no request left to C (fallbacks +0), and every table
+#    handed back (outstanding back to its value before); and every table frame
+#    the sampler found in the page table of the binary's domain is a page of
+#    the pool (one of its spare pages before or after the binary). Between
+#    binaries the device is back in its default DMA domain, made at boot by
+#    C: a sample taken before each binary names that domain (its top table),
+#    and samples of it are left out. On the C allocator
+#    the sampler reads only the stage: a table walk racing with an unmap could
+#    read a table already back in the page allocator.
+# The binaries that keep a DMA domain for seconds (vfio_dma_mapping_test,
+# vfio_pci_driver_test) must be seen by the sampler at least once.
+#
+# Prints nested KTAP; scripts/ktap.py --table turns it into the summary.
+
+set -u
+mode=$1
+ko=$2
+tests=$3
+bin=$4
+
+TESTS=(vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test
+	vfio_pci_device_test vfio_pci_driver_test)
+# The sampler must see these with a domain: they hold one for seconds.
+MUST_SAMPLE="vfio_dma_mapping_test vfio_pci_driver_test"
+SAMPLE_EVERY=2
+TEST_TIMEOUT=1200
+IGB_ID=0x8086:0x10c9
+stats=/sys/kernel/debug/iommu_pt/stats
+spare=/sys/kernel/debug/iommu_pt/spare_pfns
+tmp=$(mktemp -d)
+
+case "$mode" in
+legacy) want_stage=second ;;
+scalable) want_stage=first ;;
+*)
+	echo "vfio-tests.sh: mode is legacy or scalable, not '$mode'" >&2
+	exit 2
+	;;
+esac
+
+stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+# Fold the per-CPU deltas first: /proc/vmstat alone drifts by the stat threshold.
+iommu_pages() {
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
+}
+
+# sampler FILE [--stage-only]: what table-frames reports, every few seconds.
+sampler() {
+	local out=$1
+	shift
+	while :; do
+		"$bin/table-frames" "$@" "$bdf" >>"$out" 2>/dev/null
+		sleep "$SAMPLE_EVERY"
+	done
+}
+
+# Setup: find the igb, bind it to vfio-pci, check the huge pages.
+bdf=""
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
+done
+setup_error=""
+if [ -z "$bdf" ]; then
+	setup_error="no igb device ($IGB_ID)"
+else
+	dev=/sys/bus/pci/devices/$bdf
+	if [ ! -e "$dev/driver" ] || [ "$(basename "$(readlink "$dev/driver")")" != vfio-pci ]; then
+		[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
+		echo vfio-pci >"$dev/driver_override"
+		echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind 2>/dev/null
+	fi
+	[ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" = vfio-pci ] ||
+		setup_error="cannot bind $bdf to vfio-pci"
+fi
+for size in 2048kB 1048576kB; do
+	n=$(cat "/sys/kernel/mm/hugepages/hugepages-$size/nr_hugepages" 2>/dev/null || echo 0)
+	echo "# huge pages of $size: $n"
+	[ "$n" -ge 1 ] || setup_error="${setup_error:+$setup_error; }no $size huge page reserved"
+done
+[ -r /sys/kernel/debug/iommu/intel/dmar_translation_struct ] ||
+	setup_error="${setup_error:+$setup_error; }no Intel IOMMU debugfs"
+if [ -n "$setup_error" ]; then
+	echo "KTAP version 1"
+	echo "1..1"
+	echo "not ok 1 vfio_${mode}_setup # $setup_error"
+	exit 1
+fi
+echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_group")" | sed 's/^/iommu group /')), $mode mode, expecting $want_stage-stage tables"
+
+# One attach and map before measuring: structures the IOMMU driver creates
+# once per device and keeps (a scalable-mode PASID table) are not leaks.
+vfio=$(ls "/sys/bus/pci/devices/$bdf/vfio-dev" 2>/dev/null | head -n 1)
+printf '\n\n' | "$bin/iommufd-map" "/dev/vfio/devices/$vfio" 1 >/dev/null
+
+status=0
+
+# run_one ALLOCATOR INDEX TEST: one binary and its checks, as two results.
+run_one() {
+	local alloc=$1 idx=$2 name=$3
+	local samples=$tmp/samples-$alloc-$name
+	local pages0 pages1 stages problems="" frames foreign seen rc sp idle_top
+	local a0 h0 f0 o0 a1 h1 f1 o1
+
+	: >"$samples"
+	pages0=$(iommu_pages)
+	# The domain the device is in between binaries.
+	idle_top=$("$bin/table-frames" "$bdf" 2>/dev/null | awk '$1 == "top" { print $2 }')
+	if [ "$alloc" = rust ]; then
+		a0=$(stat allocs) h0=$(stat hits) f0=$(stat fallbacks) o0=$(stat outstanding)
+		sort -u "$spare" >"$tmp/spare"
+	fi
+	if [ "$alloc" = c ]; then
+		sampler "$samples" --stage-only &
+	else
+		sampler "$samples" &
+	fi
+	sp=$!
+	echo "        # Subtest: $name"
+	VFIO_SELFTESTS_BDF=$bdf timeout "$TEST_TIMEOUT" "$tests/$name" 2>&1 | sed 's/^/        /'
+	rc=${PIPESTATUS[0]}
+	kill "$sp"
+	wait "$sp" 2>/dev/null
+	pages1=$(iommu_pages)
+
+	case $rc in
+	0) echo "    ok $((2 * idx - 1)) $name" ;;
+	4) echo "    ok $((2 * idx - 1)) $name # SKIP the whole binary skipped" ;;
+	*)
+		echo "    not ok $((2 * idx - 1)) $name # exit status $rc"
+		set_failed=1
+		;;
+	esac
+
+	[ "$pages1" = "$pages0" ] || problems="$problems; nr_iommu_pages $pages0 -> $pages1"
+	seen=$(grep -c '^stage \(first\|second\|passthrough\)' "$samples")
+	stages=$(grep '^stage ' "$samples" | grep -v '^stage none' | sort -u | cut -d' ' -f2 | tr '\n' ' ')
+	if [ -n "$stages" ] && [ "$stages" != "$want_stage " ]; then
+		problems="$problems; stage seen: $stages(want $want_stage)"
+	fi
+	case " $MUST_SAMPLE " in
+	*" $name "*) [ "$seen" -ge 1 ] || problems="$problems; the sampler never saw a domain" ;;
+	esac
+	# Table frames of the binary's own domains: samples of the idle domain left out.
+	awk -v idle="$idle_top" '$1 == "stage" { top = "" } $1 == "top" { top = $2 }
+		$1 == "table" && top != idle { print $2 }' "$samples" | sort -u >"$tmp/frames"
+	frames=$(wc -l <"$tmp/frames")
+	if [ "$alloc" = rust ]; then
+		seen=$(awk -v idle="$idle_top" '$1 == "top" && $2 != idle { n++ } END { print n + 0 }' "$samples")
+	fi
+	local detail="nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}"
+
+	if [ "$alloc" = c ]; then
+		[ ! -e /sys/module/iommu_pt ] || problems="$problems; iommu_pt is loaded"
+	else
+		if [ ! -r "$stats" ]; then
+			problems="$problems; iommu_pt is not loaded"
+		else
+			a1=$(stat allocs) h1=$(stat hits) f1=$(stat fallbacks) o1=$(stat outstanding)
+			sort -u "$spare" "$tmp/spare" >"$tmp/pool"
+			foreign=$(comm -23 "$tmp/frames" "$tmp/pool" | wc -l)
+			detail="$detail, $foreign not from the pool; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1"
+			[ $((h1 - h0)) -ge 1 ] || problems="$problems; the pool served no table"
+			[ $((a1 - a0)) -eq $((h1 - h0)) ] && [ "$f1" = "$f0" ] ||
+				problems="$problems; $((f1 - f0)) tables were left to C"
+			[ "$o1" = "$o0" ] || problems="$problems; outstanding $o0 -> $o1"
+			[ "$foreign" -eq 0 ] || problems="$problems; frames not from the pool: $(comm -23 "$tmp/frames" "$tmp/pool" | head -n 5 | tr '\n' ' ')"
+		fi
+	fi
+	echo "    # $name: $detail"
+	if [ -z "$problems" ]; then
+		echo "    ok $((2 * idx)) ${name}_checks"
+	else
+		echo "    not ok $((2 * idx)) ${name}_checks # ${problems#; }"
+		set_failed=1
+	fi
+}
+
+# run_set ALLOCATOR INDEX: every binary on one allocator, as one suite.
+run_set() {
+	local alloc=$1 idx=$2 i=0 name t0
+	t0=$(date +%s)
+	set_failed=0
+	echo "    KTAP version 1"
+	echo "    # Subtest: vfio_${mode}_${alloc}"
+	echo "    1..$((2 * ${#TESTS[@]}))"
+	for name in "${TESTS[@]}"; do
+		i=$((i + 1))
+		run_one "$alloc" "$i" "$name"
+	done
+	echo "    # vfio_${mode}_${alloc}: $(($(date +%s) - t0)) s"
+	if [ "$set_failed" -eq 0 ]; then
+		echo "ok $idx vfio_${mode}_${alloc}"
+	else
+		echo "not ok $idx vfio_${mode}_${alloc}"
+		status=1
+	fi
+}
+
+echo "KTAP version 1"
+echo "1..2"
+run_set c 1
+if insmod "$ko"; then
+	run_set rust 2
+	rmmod iommu_pt || status=1
+else
+	echo "not ok 2 vfio_${mode}_rust # insmod $ko failed"
+	status=1
+fi
+rm -rf "$tmp"
+exit $status
