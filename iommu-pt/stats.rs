@@ -22,6 +22,8 @@ pub(crate) struct Stats {
     pub(crate) frees_over_capacity: Atomic<u64>,
     /// Returned pages the worker zeroed.
     pub(crate) zeroed: Atomic<u64>,
+    /// Hits served from a returned page, zeroed by the request because no clean page was left.
+    pub(crate) zeroed_on_alloc: Atomic<u64>,
     /// Pages the worker allocated to refill the pool.
     pub(crate) refills: Atomic<u64>,
     /// Times the worker ran.
@@ -44,6 +46,7 @@ impl Stats {
             frees: Atomic::new(0),
             frees_over_capacity: Atomic::new(0),
             zeroed: Atomic::new(0),
+            zeroed_on_alloc: Atomic::new(0),
             refills: Atomic::new(0),
             worker_runs: Atomic::new(0),
             worker_ns: Atomic::new(0),
@@ -69,6 +72,7 @@ impl Stats {
             self.frees_over_capacity.load(Relaxed)
         )?;
         writeln!(f, "zeroed {}", self.zeroed.load(Relaxed))?;
+        writeln!(f, "zeroed_on_alloc {}", self.zeroed_on_alloc.load(Relaxed))?;
         writeln!(f, "refills {}", self.refills.load(Relaxed))?;
         writeln!(f, "worker_runs {}", self.worker_runs.load(Relaxed))?;
         writeln!(f, "worker_ns {}", self.worker_ns.load(Relaxed))?;

@@ -115,6 +115,31 @@ mod pool_tests {
     }
 
     #[test]
+    fn request_zeroes_a_dirty_page_when_no_clean_one_is_left() -> Result {
+        // Hold every clean page and every returned one: the pool is empty.
+        let held = drain(4096)?;
+        // One page comes back dirty. Unless the worker zeroed it meanwhile, the next request
+        // finds no clean page and zeroes this one itself: either way it gets all zeroes.
+        let mut page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        page.as_pin_mut().write(&[0x5a; 64], 128)?;
+        STATS.outstanding.add(1, Relaxed);
+        IommuPt::recycle(page);
+        // `None` only if the worker holds the page right now, zeroing it outside the lock.
+        let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL);
+        let zero = page.as_ref().map(|page| is_zero(page));
+        if let Some(page) = page {
+            IommuPt::recycle(page.into_inner());
+        }
+        for page in held {
+            IommuPt::recycle(page.into_inner());
+        }
+        if let Some(zero) = zero {
+            assert!(zero?);
+        }
+        Ok(())
+    }
+
+    #[test]
     fn capacity_bounds_the_pool() -> Result {
         let capacity = POOL.lock().limits().map_or(0, |l| l.capacity());
         assert!(capacity > 0);

@@ -11,8 +11,8 @@
  * that tables are allocated and freed all the time, until SECONDS pass:
  *  - even threads own disjoint slot ranges and record what they mapped;
  *  - odd threads share one range per domain with the other odd threads of
- *    that domain, so their maps and unmaps overlap and race (EEXIST and
- *    ENOENT are expected there).
+ *    that domain, so their maps and unmaps overlap and race (EEXIST, ENOENT
+ *    and, for an unmap racing a map, EBUSY are expected there).
  *
  * Then it checks the result:
  *  - for every owned slot in every domain, unmapping succeeds exactly when the
@@ -104,6 +104,13 @@ static int do_unmap(__u32 ioas_id, uint64_t iova, uint64_t length)
 	return ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap) ? -errno : 0;
 }
 
+static void shared_error(struct worker *w, const char *op, unsigned int slot, int ret)
+{
+	if (w->errors++ < 5)
+		fprintf(stderr, "stress-map: thread %d (shared range) %s slot %u: %s\n", w->id, op,
+			slot, strerror(-ret));
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -143,15 +150,20 @@ static void *work(void *arg)
 			else if (ret == -EEXIST)
 				w->conflicts++;
 			else
-				w->errors++;
+				shared_error(w, "map", slot, ret);
 		} else {
+			/*
+			 * iommufd answers EBUSY to an unmap that races a map of the
+			 * same area ("Userspace should not race map/unmap's of the
+			 * same area"): expected here, where threads race on purpose.
+			 */
 			ret = do_unmap(id, iova, SZ_4K);
 			if (!ret)
 				w->unmaps++;
-			else if (ret == -ENOENT)
+			else if (ret == -ENOENT || ret == -EBUSY)
 				w->conflicts++;
 			else
-				w->errors++;
+				shared_error(w, "unmap", slot, ret);
 		}
 	}
 	return NULL;
