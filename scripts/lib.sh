@@ -4,6 +4,7 @@
 # Everything large lives in a cache outside the repository:
 #   $IOMMU_PT_CACHE/root     Debian 13 toolchain root (mmdebstrap)
 #   $IOMMU_PT_CACHE/work/    kernel tree, build directories, guest artefacts, logs
+#                            (guest logs in work/out, IOMMU_PT_OUT, which must stay under work/)
 
 set -euo pipefail
 
@@ -13,7 +14,7 @@ ROOT=$CACHE/root
 WORK=$CACHE/work
 SRC=$WORK/linux
 BUILD=${IOMMU_PT_BUILD:-$WORK/build}
-OUT=$WORK/out
+OUT=${IOMMU_PT_OUT:-$WORK/out}
 # The iommu-pt module built against $BUILD; it must stay under $WORK, which the
 # guest sees at $GUEST_WORK.
 MODULE_OUT=${IOMMU_PT_MODULE_OUT:-$WORK/module}

@@ -4,7 +4,8 @@
 # The debug-kernel run: builds the guest kernel again with KASAN, lockdep
 # (PROVE_LOCKING), DEBUG_ATOMIC_SLEEP, kmemleak, DEBUG_PAGEALLOC and
 # IOMMU_DEBUG_PAGEALLOC (qemu/debug.config) in its own directory
-# ($IOMMU_PT_CACHE/work/build-debug, module in work/module-debug), and runs
+# ($IOMMU_PT_CACHE/work/build-debug, module in work/module-debug, logs in
+# work/out-debug), and runs
 # the test stages on it (default: kunit,vfio,reliability; scripts/test.sh).
 # Every test command runs under qemu/guest/kmemleak-check.sh, and any KASAN,
 # lockdep, sleep-in-atomic or kmemleak report fails the run.
@@ -17,6 +18,7 @@ case "${1:-}" in -h | --help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0
 need_root
 export IOMMU_PT_BUILD=$WORK/build-debug
 export IOMMU_PT_MODULE_OUT=$WORK/module-debug
+export IOMMU_PT_OUT=$WORK/out-debug
 export IOMMU_PT_CONFIG_EXTRA="$REPO/qemu/debug.config ${IOMMU_PT_CONFIG_EXTRA:-}"
 export IOMMU_PT_APPEND="iommu.debug_pagealloc=1 ${IOMMU_PT_APPEND:-}"
 export IOMMU_PT_GUEST_WRAP=qemu/guest/kmemleak-check.sh

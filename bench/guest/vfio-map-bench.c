@@ -29,6 +29,8 @@
 #include <linux/iommufd.h>
 #include <linux/vfio.h>
 
+#include "iommufd-dev.h"
+
 #define SZ_4K (1UL << 12)
 #define SZ_2M (1UL << 21)
 #define IOVA_BASE (1UL << 32)
@@ -53,12 +55,9 @@ static uint64_t now_ns(void)
 
 static void setup_iommufd(const char *bdf)
 {
-	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
-	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
-	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	struct iommufd_dev d;
 	char path[256], name[64];
 	FILE *f;
-	int dev;
 
 	/* /sys/bus/pci/devices/BDF/vfio-dev/vfioN -> /dev/vfio/devices/vfioN */
 	snprintf(path, sizeof(path), "ls /sys/bus/pci/devices/%s/vfio-dev", bdf);
@@ -69,21 +68,9 @@ static void setup_iommufd(const char *bdf)
 	name[strcspn(name, "\n")] = '\0';
 	snprintf(path, sizeof(path), "/dev/vfio/devices/%s", name);
 
-	iommufd = open("/dev/iommu", O_RDWR);
-	if (iommufd < 0)
-		die("open /dev/iommu");
-	dev = open(path, O_RDWR);
-	if (dev < 0)
-		die(path);
-	bind.iommufd = iommufd;
-	if (ioctl(dev, VFIO_DEVICE_BIND_IOMMUFD, &bind))
-		die("VFIO_DEVICE_BIND_IOMMUFD");
-	if (ioctl(iommufd, IOMMU_IOAS_ALLOC, &alloc))
-		die("IOMMU_IOAS_ALLOC");
-	ioas_id = alloc.out_ioas_id;
-	attach.pt_id = ioas_id;
-	if (ioctl(dev, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach))
-		die("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
+	iommufd_dev_open(&d, path, 1);
+	iommufd = d.iommufd;
+	ioas_id = d.ioas_id;
 }
 
 static void setup_type1(const char *bdf)

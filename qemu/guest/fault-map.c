@@ -29,6 +29,8 @@
 #include <linux/iommufd.h>
 #include <linux/vfio.h>
 
+#include "iommufd-dev.h"
+
 #define IOVA_BASE (1UL << 32)
 
 static void die(const char *what)
@@ -57,11 +59,9 @@ static unsigned int get_fail_nth(int fd)
 
 int main(int argc, char **argv)
 {
-	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
-	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
-	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	struct iommufd_dev d;
 	unsigned long size, n, max_n, failed = 0, succeeded = 0;
-	int iommufd, dev, nth;
+	int nth;
 	char *buf;
 
 	if (argc != 4) {
@@ -76,20 +76,7 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
-	iommufd = open("/dev/iommu", O_RDWR);
-	if (iommufd < 0)
-		die("open /dev/iommu");
-	dev = open(argv[1], O_RDWR);
-	if (dev < 0)
-		die(argv[1]);
-	bind.iommufd = iommufd;
-	if (ioctl(dev, VFIO_DEVICE_BIND_IOMMUFD, &bind))
-		die("VFIO_DEVICE_BIND_IOMMUFD");
-	if (ioctl(iommufd, IOMMU_IOAS_ALLOC, &alloc))
-		die("IOMMU_IOAS_ALLOC");
-	attach.pt_id = alloc.out_ioas_id;
-	if (ioctl(dev, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach))
-		die("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
+	iommufd_dev_open(&d, argv[1], 1);
 	buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (buf == MAP_FAILED)
@@ -103,21 +90,21 @@ int main(int argc, char **argv)
 			.size = sizeof(map),
 			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
 				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = alloc.out_ioas_id,
+			.ioas_id = d.ioas_id,
 			.user_va = (uintptr_t)buf,
 			.length = size,
 			.iova = IOVA_BASE,
 		};
 		struct iommu_ioas_unmap unmap = {
 			.size = sizeof(unmap),
-			.ioas_id = alloc.out_ioas_id,
+			.ioas_id = d.ioas_id,
 			.iova = IOVA_BASE,
 			.length = size,
 		};
 		int ret, err, reached;
 
 		set_fail_nth(nth, n);
-		ret = ioctl(iommufd, IOMMU_IOAS_MAP, &map);
+		ret = ioctl(d.iommufd, IOMMU_IOAS_MAP, &map);
 		err = errno;
 		/* fail-nth counts down to 0 when the N-th point fails. */
 		reached = get_fail_nth(nth) == 0;
@@ -125,7 +112,7 @@ int main(int argc, char **argv)
 
 		if (ret == 0) {
 			succeeded++;
-			if (ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap) || unmap.length != size) {
+			if (ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap) || unmap.length != size) {
 				fprintf(stderr, "fault-map: n=%lu: map succeeded, unmap removed %llu of %lu bytes (%s)\n",
 					n, (unsigned long long)unmap.length, size, strerror(errno));
 				return 1;
@@ -137,7 +124,7 @@ int main(int argc, char **argv)
 					n, strerror(err));
 				return 1;
 			}
-			if (!ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap) || errno != ENOENT) {
+			if (!ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap) || errno != ENOENT) {
 				fprintf(stderr, "fault-map: n=%lu: failed map left %llu bytes mapped\n",
 					n, (unsigned long long)unmap.length);
 				return 1;
@@ -149,8 +136,8 @@ int main(int argc, char **argv)
 	printf("tried %lu failed %lu succeeded %lu%s\n", n > max_n ? max_n : n, failed,
 	       succeeded, n > max_n ? " (stopped at MAX_N)" : "");
 	close(nth);
-	close(dev);
-	close(iommufd);
+	close(d.dev);
+	close(d.iommufd);
 	munmap(buf, size);
 	return 0;
 }

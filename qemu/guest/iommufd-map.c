@@ -21,6 +21,8 @@
 #include <linux/iommufd.h>
 #include <linux/vfio.h>
 
+#include "iommufd-dev.h"
+
 #define SZ_4K (1UL << 12)
 #define SZ_2M (1UL << 21)
 #define IOVA_BASE (1UL << 32)
@@ -43,32 +45,16 @@ static void wait_line(const char *state)
 
 int main(int argc, char **argv)
 {
-	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
-	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
-	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	struct iommufd_dev d;
 	struct iommu_ioas_unmap unmap = { .size = sizeof(unmap) };
 	unsigned long i, n;
-	int iommufd, dev;
 	char *buf;
 
 	if (argc != 3 || (n = strtoul(argv[2], NULL, 0)) == 0 || n > 65536) {
 		fprintf(stderr, "usage: %s /dev/vfio/devices/vfioN MAPPINGS(1..65536)\n", argv[0]);
 		return 2;
 	}
-	iommufd = open("/dev/iommu", O_RDWR);
-	if (iommufd < 0)
-		die("open /dev/iommu");
-	dev = open(argv[1], O_RDWR);
-	if (dev < 0)
-		die(argv[1]);
-	bind.iommufd = iommufd;
-	if (ioctl(dev, VFIO_DEVICE_BIND_IOMMUFD, &bind))
-		die("VFIO_DEVICE_BIND_IOMMUFD");
-	if (ioctl(iommufd, IOMMU_IOAS_ALLOC, &alloc))
-		die("IOMMU_IOAS_ALLOC");
-	attach.pt_id = alloc.out_ioas_id;
-	if (ioctl(dev, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach))
-		die("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
+	iommufd_dev_open(&d, argv[1], 1);
 
 	buf = mmap(NULL, n * SZ_4K, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -79,26 +65,26 @@ int main(int argc, char **argv)
 			.size = sizeof(map),
 			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
 				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = alloc.out_ioas_id,
+			.ioas_id = d.ioas_id,
 			.user_va = (uintptr_t)(buf + i * SZ_4K),
 			.length = SZ_4K,
 			.iova = IOVA_BASE + i * SZ_2M,
 		};
 
-		if (ioctl(iommufd, IOMMU_IOAS_MAP, &map))
+		if (ioctl(d.iommufd, IOMMU_IOAS_MAP, &map))
 			die("IOMMU_IOAS_MAP");
 	}
 	wait_line("mapped");
 
-	unmap.ioas_id = alloc.out_ioas_id;
+	unmap.ioas_id = d.ioas_id;
 	unmap.iova = IOVA_BASE;
 	unmap.length = n * SZ_2M;
-	if (ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap))
+	if (ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap))
 		die("IOMMU_IOAS_UNMAP");
 	wait_line("unmapped");
 
-	close(dev);
-	close(iommufd);
+	close(d.dev);
+	close(d.iommufd);
 	munmap(buf, n * SZ_4K);
 	return 0;
 }

@@ -38,6 +38,8 @@
 #include <linux/iommufd.h>
 #include <linux/vfio.h>
 
+#include "iommufd-dev.h"
+
 #define SZ_4K (1UL << 12)
 #define SZ_2M (1UL << 21)
 #define SLOTS 256		/* per range: 512 MiB of IOVA */
@@ -240,10 +242,9 @@ static int check_live_table(unsigned long *checked)
 
 int main(int argc, char **argv)
 {
-	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
-	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
+	struct iommufd_dev d;
 	unsigned long ops = 0, maps = 0, unmaps = 0, conflicts = 0, errors = 0, checked = 0;
-	int dev, seconds, i, s, bad;
+	int seconds, i, s, bad;
 
 	if (argc == 5) {
 		nr_domains = atoi(argv[2]);
@@ -274,31 +275,18 @@ int main(int argc, char **argv)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (page == MAP_FAILED)
 		die("mmap");
-	iommufd = open("/dev/iommu", O_RDWR);
-	if (iommufd < 0)
-		die("open /dev/iommu");
-	dev = open(argv[1], O_RDWR);
-	if (dev < 0)
-		die(argv[1]);
-	bind.iommufd = iommufd;
-	if (ioctl(dev, VFIO_DEVICE_BIND_IOMMUFD, &bind))
-		die("VFIO_DEVICE_BIND_IOMMUFD");
+	iommufd_dev_open(&d, argv[1], 0);
+	iommufd = d.iommufd;
 	for (i = 0; i < nr_domains; i++) {
-		struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
 		struct iommu_hwpt_alloc hwpt = { .size = sizeof(hwpt) };
 
-		if (ioctl(iommufd, IOMMU_IOAS_ALLOC, &alloc))
-			die("IOMMU_IOAS_ALLOC");
-		ioas[i] = alloc.out_ioas_id;
-		hwpt.dev_id = bind.out_devid;
+		ioas[i] = iommufd_dev_new_ioas(&d);
+		hwpt.dev_id = d.dev_id;
 		hwpt.pt_id = ioas[i];
 		if (ioctl(iommufd, IOMMU_HWPT_ALLOC, &hwpt))
 			die("IOMMU_HWPT_ALLOC");
-		if (i == 0) {
-			attach.pt_id = hwpt.out_hwpt_id;
-			if (ioctl(dev, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach))
-				die("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
-		}
+		if (i == 0)
+			iommufd_dev_attach(&d, hwpt.out_hwpt_id);
 	}
 
 	for (i = 0; i < nr_threads; i++) {
