@@ -9,8 +9,11 @@
 #
 # --runs N       runs per workload and allocator (default 5, at least 2)
 # --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time
-# --clock icount single-threaded TCG with -icount shift=0: guest time counts
-#                instructions, so ratios repeat from boot to boot (TCG only)
+# --clock icount single-threaded TCG with -icount shift=0 and one vCPU: guest
+#                time counts instructions, so ratios repeat from boot to boot
+#                (TCG only). One vCPU, because icount has one instruction
+#                clock for all vCPUs: with two, an interval measured on one
+#                would include what the other executed meanwhile.
 # --clock both   both boots, icount first (default; under KVM only wall)
 
 . "$(dirname "$0")/../scripts/lib.sh"
@@ -46,7 +49,8 @@ benchbin=$WORK/bench-bin
 mkdir -p "$kmod" "$benchbin" "$OUT"
 in_root make -s -C "$BUILD" LLVM=1 M="$REPO/bench/kmod" MO="$kmod" modules ||
 	die "cannot build bench/kmod"
-in_root gcc -O2 -Wall -Werror -isystem "$BUILD/usr/include" -o "$benchbin/vfio-map-bench" \
+in_root gcc -O2 -Wall -Werror -isystem "$BUILD/usr/include" -I"$REPO/qemu/guest" \
+	-o "$benchbin/vfio-map-bench" \
 	"$REPO/bench/guest/vfio-map-bench.c" || die "cannot build bench/guest/vfio-map-bench.c"
 
 accel=${IOMMU_PT_ACCEL:-$("$REPO/qemu/kvm-probe.sh")}
@@ -62,8 +66,9 @@ status=0
 for c in "${clocks[@]}"; do
 	log="$OUT/bench-$c.log"
 	report="$OUT/bench-$c.md"
-	opts=()
-	[ "$c" = icount ] && opts=(--icount)
+	results="$OUT/bench-$c.results"
+	opts=(--cpus 2)
+	[ "$c" = icount ] && opts=(--icount --cpus 1)
 	log "bench: $runs runs per allocator, $accel, clock $c (log: $log)"
 	t0=$(now)
 	# 2 MiB huge pages for the huge-mapping workloads.
@@ -71,13 +76,13 @@ for c in "${clocks[@]}"; do
 		--append "hugepagesz=2M hugepages=8" -- \
 		bench/guest/bench.sh "$runs" "$GUEST_MODULE" \
 		"$GUEST_WORK/bench-kmod/iommu_pt_bench.ko" "$GUEST_WORK/bench-bin" \
-		"$OUT/bench-profiles-$c"; then
+		"$OUT/bench-profiles-$c" "$results"; then
 		warn "the $c benchmark guest failed (see $log)"
 		status=1
 		continue
 	fi
-	title="Rust pool vs C allocator: $accel, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread" || echo "wall time"), 2 vCPUs, $runs runs"
-	if python3 "$REPO/bench/report.py" --title "$title" "$log" >"$report"; then
+	title="Rust pool vs C allocator: $accel, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
+	if python3 "$REPO/bench/report.py" --title "$title" "$results" >"$report"; then
 		{
 			echo
 			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c\` ($(($(now) - t0)) s on this machine)."

@@ -6,13 +6,15 @@
 # VFIO, 4 GiB and 2 vCPUs. The guest sees the root's filesystem, with the
 # repository and the work directory at the same paths as on the host.
 #
-# usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--append ARGS]
-#                          [--log FILE] [--timeout SECONDS] -- COMMAND...
+# usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--cpus N]
+#                          [--append ARGS] [--log FILE] [--timeout SECONDS]
+#                          -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
 # --icount         TCG only: single-threaded TCG with -icount shift=0, where
 #                  guest time counts executed instructions (deterministic)
+# --cpus N         vCPUs (default 2)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
@@ -23,6 +25,7 @@
 
 mode=legacy
 icount=0
+cpus=2
 append=""
 logfile=""
 timeout=1800
@@ -30,6 +33,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
 	--icount) icount=1; shift ;;
+	--cpus) cpus=${2:?--cpus needs a number}; shift 2 ;;
 	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
 	--timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || die "run-guest.sh: no guest command given after --"
 case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
+case "$cpus" in '' | *[!0-9]* | 0) die "run-guest.sh: --cpus takes a number of vCPUs >= 1, not '$cpus'" ;; esac
 
 need_root
 mkdir -p "$OUT" "$ROOT$GUEST_WORK" "$ROOT$GUEST_REPO"
@@ -63,7 +68,7 @@ kvm) accel_args=() cpu="max" ;;
 tcg) accel_args=(--disable-kvm) cpu="max" ;;
 *) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
 esac
-log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, 2 vCPUs, 4 GiB)"
+log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, $cpus vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
 if [ "$accel" = tcg ] && [ "$icount" -eq 1 ]; then
@@ -76,7 +81,7 @@ elif [ "$icount" -eq 1 ]; then
 fi
 
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
-	--cpus 2 --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
+	--cpus "$cpus" --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
 	--rodir="$GUEST_REPO=$REPO"
 	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$GUEST_REPO"
 	--exec "$*")

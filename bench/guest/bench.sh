@@ -6,9 +6,10 @@
 # run swaps the order (C first, then Rust first), so that drift over the boot
 # does not favour one side.
 #
-# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR
+# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS
 #
-# Prints one line per workload and run:
+# Writes to RESULTS (not the console, where kernel messages could cut a line)
+# the environment as "# " lines and one line per workload and run:
 #   BENCH run=R alloc=c|rust workload=W key=value...
 # with the workload's own figures (ns from ktime or clock_gettime), the perf
 # stat software counters of the command (task-clock in ms, the CPU time of the
@@ -23,6 +24,7 @@ pool_ko=$2
 bench_ko=$3
 bin=$4
 profiles=$5
+results=$6
 IGB_ID=0x8086:0x10c9
 run_file=/sys/kernel/debug/iommu_pt_bench/run
 stats=/sys/kernel/debug/iommu_pt/stats
@@ -47,7 +49,7 @@ WORKLOADS=(
 	"u_type1_huge|u|type1 huge 512"
 	"u_type1_churn|u|type1 churn 128 8"
 )
-POOL_KEYS="allocs hits fallbacks frees zeroed refills worker_runs worker_ns"
+POOL_KEYS="allocs hits fallbacks frees zeroed zeroed_on_alloc refills worker_runs worker_ns"
 
 die() {
 	echo "bench.sh: $*" >&2
@@ -70,19 +72,23 @@ if [ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" != vfio-pci ]; then
 	echo vfio-pci >"$dev/driver_override"
 	echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind || die "cannot bind $bdf to vfio-pci"
 fi
+: >"$results" || die "cannot write $results"
+exec 3>>"$results"
+# Kernel messages stay in the log buffer, off the console.
+dmesg -n 1
 insmod "$bench_ko" || die "cannot load $bench_ko"
 [ -e /sys/module/iommu_pt ] && rmmod iommu_pt
 
-echo "# guest: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r)"
-echo "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
-echo "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
+echo >&3 "# guest: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r)"
+echo >&3 "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+echo >&3 "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
 	awk -F, '{ printf "%s=%s ", $3, $1 }')"
 # Hardware counters where the guest has them (KVM with a PMU); TCG has none.
 EVENTS=task-clock
 if perf stat -x, -e cycles,instructions true 2>&1 >/dev/null | grep -q '^[0-9]'; then
 	EVENTS=task-clock,cycles,instructions
 fi
-echo "# perf stat events used: $EVENTS"
+echo >&3 "# perf stat events used: $EVENTS"
 
 # run_workload RUN ALLOC NAME KIND ARGS...
 run_workload() {
@@ -125,7 +131,8 @@ run_workload() {
 	if [ "$alloc" = rust ]; then
 		extra="$extra pool_worker_ns_total=$(($(pool_stat worker_ns) - p0[worker_ns]))"
 	fi
-	echo "$line nr_iommu_pages_before=$before nr_iommu_pages_end=$peak nr_iommu_pages_after=$after$extra"
+	echo >&3 "$line nr_iommu_pages_before=$before nr_iommu_pages_end=$peak nr_iommu_pages_after=$after$extra"
+	echo "$name ($alloc, run $run) done"
 }
 
 # run_set RUN ALLOC: every workload on one allocator.
@@ -142,7 +149,7 @@ run_set() {
 		run_workload "$run" "$alloc" "$name" "$kind" $args
 	done
 	if [ "$alloc" = rust ]; then
-		echo "# pool after run $run: $(tr '\n' ' ' <"$stats")"
+		echo >&3 "# pool after run $run: $(tr '\n' ' ' <"$stats")"
 		rmmod iommu_pt || die "cannot unload iommu_pt"
 	fi
 }
@@ -163,14 +170,17 @@ done
 mkdir -p "$profiles"
 for alloc in c rust; do
 	[ "$alloc" = rust ] && insmod "$pool_ko" && sleep 1
-	perf record -q -e cpu-clock -F 4000 -g -o "$profiles/perf-$alloc.data" -- \
-		sh -c "echo 'map sparse 4096' >$run_file" 2>/dev/null
-	perf report -q -i "$profiles/perf-$alloc.data" --stdio --no-children \
-		--sort symbol --percent-limit 1.5 2>/dev/null | grep '%' | head -n 20 \
-		>"$profiles/top-$alloc.txt"
-	echo "# profile, map sparse 4096, $alloc allocator: top symbols (self %)"
-	sed 's/^/#   /' "$profiles/top-$alloc.txt"
+	# perf record cannot write its data file to the 9p share: /tmp, then the report.
+	perf record -q -e cpu-clock -F 4000 -g -o "/tmp/perf-$alloc.data" -- \
+		sh -c "echo 'map sparse 4096' >$run_file" 2>"$profiles/record-$alloc.err"
+	perf report -q -i "/tmp/perf-$alloc.data" --stdio --no-children \
+		--sort symbol --percent-limit 1.5 2>"$profiles/report-$alloc.err" | grep '%' |
+		head -n 20 >"$profiles/top-$alloc.txt"
+	echo >&3 "# profile, map sparse 4096, $alloc allocator: top symbols (self %)"
+	sed 's/^/#   /' "$profiles/top-$alloc.txt" >&3
 	[ "$alloc" = rust ] && rmmod iommu_pt
 done
 rmmod iommu_pt_bench
-echo "# bench done after $(($(date +%s) - t0)) s"
+echo >&3 "# bench done after $(($(date +%s) - t0)) s"
+echo "# kernel reports: $(dmesg | grep -c 'WARNING:\|BUG:\|Oops')"
+dmesg | grep -A20 'WARNING:\|BUG:\|Oops' | head -n 60 | sed 's/^/# kernel: /'

@@ -126,6 +126,9 @@ printf '\n\n' | "$bin/iommufd-map" "$vfio" 1 >/dev/null
 fi_reset
 pages0=$(iommu_pages)
 dmesg -C
+# Kernel messages stay in the log buffer, off the console, where they could
+# cut a result line in two; the reports among them are printed at the end.
+dmesg -n 1
 
 # 1a. fail-nth on the map path, three allocators.
 total_tried=0
@@ -301,6 +304,9 @@ result $? debugfs_read_only
 rmmod iommu_pt
 check_baseline bad_input_no_leak "$pages0"
 
-echo "# kernel log: $(dmesg | grep -c 'WARNING:\|BUG:\|Oops') warnings or oopses"
-dmesg | grep -A20 'WARNING:\|BUG:\|Oops' | head -n 60 | sed 's/^/# /'
+reports=$(dmesg | grep -c 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function')
+echo "# kernel log: $reports warnings or reports"
+dmesg | grep -A20 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function' |
+	head -n 80 | sed 's/^/# kernel: /'
+[ "$reports" -eq 0 ] || fails=$((fails + 1))
 exit $((fails > 0))

@@ -73,6 +73,11 @@ sampler() {
 	done
 }
 
+# Kernel messages (a device reset at every open and close) stay in the log
+# buffer, off the console, where they could cut a result line in two; the
+# reports among them are printed at the end.
+dmesg -n 1
+
 # Setup: find the igb, bind it to vfio-pci, check the huge pages.
 bdf=""
 for d in /sys/bus/pci/devices/*; do
@@ -226,4 +231,9 @@ else
 	status=1
 fi
 rm -rf "$tmp"
+reports=$(dmesg | grep -c 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function')
+echo "# kernel log: $reports warnings or reports"
+dmesg | grep -A20 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function' |
+	head -n 80 | sed 's/^/# kernel: /'
+[ "$reports" -eq 0 ] || status=1
 exit $status
