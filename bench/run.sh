@@ -87,7 +87,7 @@ for c in "${clocks[@]}"; do
 			echo
 			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c\` ($(($(now) - t0)) s on this machine)."
 			echo
-			echo "Profiles of \`map sparse 4096\` (perf record -e cpu-clock, self %, top symbols):"
+			echo "Profiles of ten \`map sparse 4096\` (perf record -e cpu-clock -F 4000, self %, top symbols):"
 			for a in c rust; do
 				echo
 				echo "$a allocator:"
