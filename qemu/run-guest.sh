@@ -90,7 +90,14 @@ start=$(now)
 status=0
 if [ -n "$logfile" ]; then
 	mkdir -p "$(dirname "$logfile")"
-	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null >"$logfile" 2>&1 || status=$?
+	# Through a pipe, not straight into the file: QEMU opens its console
+	# output again by name, and two descriptions of one file have two
+	# offsets, so the kernel console overwrote what the guest command wrote.
+	set +e
+	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null 2>&1 |
+		cat >"$logfile"
+	status=${PIPESTATUS[0]}
+	set -e
 else
 	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null || status=$?
 fi
