@@ -35,13 +35,7 @@ case "$runs" in '' | *[!0-9]*) die "bench/run.sh: --runs takes a whole number, n
 case "$clock" in wall | icount | both) ;; *) die "bench/run.sh: --clock is wall, icount or both, not '$clock'" ;; esac
 
 need_root
-if [ "$skip_build" -eq 0 ]; then
-	"$REPO/scripts/setup-root.sh"
-	"$REPO/scripts/prepare-tree.sh"
-	"$REPO/scripts/build-kernel.sh"
-	"$REPO/scripts/build-module.sh"
-	"$REPO/scripts/build-guest-tools.sh"
-fi
+[ "$skip_build" -eq 1 ] || "$REPO/scripts/build-all.sh"
 
 # The in-kernel benchmark module and the userspace benchmark.
 kmod=$WORK/bench-kmod

@@ -243,13 +243,14 @@ impl TablePageProvider for IommuPt {
             let idx = pool.node_index(nid);
             let low = pool.limits.map_or(0, |l| l.low());
             let (page, kick) = match pool.node(idx) {
-                Some(node) => {
-                    let page = match node.clean.pop() {
-                        Some(page) => Some(Spare::Clean(page)),
-                        None => node.dirty.pop().map(Spare::Dirty),
-                    };
-                    (page, node.clean.len() < low)
-                }
+                Some(node) => match node.clean.pop() {
+                    // Start the worker once, when the clean pages fall below the low
+                    // watermark: not on every request below it.
+                    Some(page) => (Some(Spare::Clean(page)), node.clean.len() + 1 == low),
+                    // Out of clean pages: the worker stopped short (a refill failed) or
+                    // cannot keep up; ask again.
+                    None => (node.dirty.pop().map(Spare::Dirty), true),
+                },
                 None if idx < MAX_NODES => {
                     pool.wanted = Some(idx);
                     (None, true)

@@ -15,7 +15,8 @@ in_root make -s -C "$SRC" O="$BUILD" LLVM=1 headers >/dev/null ||
 	die "make headers failed in $BUILD"
 for src in "$REPO"/qemu/guest/*.c; do
 	out=$bin/$(basename "$src" .c)
-	if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$BUILD/usr/include/linux/iommufd.h" -nt "$out" ]; then
+	if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$REPO/qemu/guest/iommufd-dev.h" -nt "$out" ] ||
+		[ "$BUILD/usr/include/linux/iommufd.h" -nt "$out" ]; then
 		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out" "$src" ||
 			die "cannot build $src"
 	fi

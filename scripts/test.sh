@@ -66,13 +66,7 @@ wrap=(${IOMMU_PT_GUEST_WRAP:-})
 
 need_root
 t0=$(now)
-if [ "$skip_build" -eq 0 ]; then
-	"$REPO/scripts/setup-root.sh"
-	"$REPO/scripts/prepare-tree.sh"
-	"$REPO/scripts/build-kernel.sh"
-	"$REPO/scripts/build-module.sh"
-	"$REPO/scripts/build-guest-tools.sh"
-fi
+[ "$skip_build" -eq 1 ] || "$REPO/scripts/build-all.sh"
 t_built=$(now)
 
 # Stage 0: kernel style (rustfmt, clippy, checkpatch --strict on our patches).
@@ -86,6 +80,23 @@ if [ "$style" -ne 0 ]; then
 fi
 mkdir -p "$OUT"
 
+# boot WHAT RUN-GUEST-ARGS... -- COMMAND...: one guest boot; a guest that does
+# not exit 0 fails the run. The command runs under IOMMU_PT_GUEST_WRAP.
+boot() {
+	local what=$1 status=0 args=()
+	shift
+	while [ "$1" != -- ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	"$REPO/qemu/run-guest.sh" "${args[@]}" -- "${wrap[@]}" "$@" || status=$?
+	if [ "$status" -ne 0 ]; then
+		warn "the $what boot's guest exited with status $status"
+		verdict=1
+	fi
+}
+
 # Suites the configuration must have run; a missing one is a failure.
 KUNIT_SUITES=(
 	rust_doctests_kernel
@@ -98,18 +109,11 @@ KUNIT_SUITES=(
 if want kunit; then
 	log="$OUT/kunit-boot.log"
 	log "stage kunit: KUnit boot (log: $log)"
-	guest_status=0
-	"$REPO/qemu/run-guest.sh" --log "$log" --timeout $((1800 * slow)) \
-		--append "kunit.enable=1 $extra_append" -- \
-		"${wrap[@]}" qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin" ||
-		guest_status=$?
+	boot KUnit --log "$log" --timeout $((1800 * slow)) --append "kunit.enable=1 $extra_append" -- \
+		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
 	expect=()
 	for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
 	python3 "$REPO/scripts/ktap.py" --label kunit "${expect[@]}" "$log" || verdict=1
-	if [ "$guest_status" -ne 0 ]; then
-		warn "the KUnit boot's guest exited with status $guest_status"
-		verdict=1
-	fi
 fi
 
 if want vfio; then
@@ -124,15 +128,10 @@ if want vfio; then
 		log="$OUT/vfio-$mode.log"
 		expect+=(--expect "vfio_${mode}_c" --expect "vfio_${mode}_rust")
 		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
-		guest_status=0
-		"$REPO/qemu/run-guest.sh" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
+		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
 			--append "$hugepages $dma_append" -- \
-			"${wrap[@]}" qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
-			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin" || guest_status=$?
-		if [ "$guest_status" -ne 0 ]; then
-			warn "the $mode VFIO boot's guest exited with status $guest_status"
-			verdict=1
-		fi
+			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
+			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin"
 		cat "$log" >>"$matrix"
 	done
 	python3 "$REPO/scripts/ktap.py" --label vfio --quiet --table '^vfio_' \
@@ -142,16 +141,9 @@ fi
 if want reliability; then
 	log="$OUT/reliability.log"
 	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $log)"
-	guest_status=0
-	"$REPO/qemu/run-guest.sh" --log "$log" --timeout $((2400 * slow)) \
-		--append "$dma_append" -- \
-		"${wrap[@]}" qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin" ||
-		guest_status=$?
+	boot reliability --log "$log" --timeout $((2400 * slow)) --append "$dma_append" -- \
+		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
 	python3 "$REPO/scripts/ktap.py" --label reliability "$log" || verdict=1
-	if [ "$guest_status" -ne 0 ]; then
-		warn "the reliability boot's guest exited with status $guest_status"
-		verdict=1
-	fi
 fi
 
 log "times: build steps $((t_built - t0)) s, boot to verdict $(($(now) - t_built)) s"

@@ -25,9 +25,8 @@ bench_ko=$3
 bin=$4
 profiles=$5
 results=$6
-IGB_ID=0x8086:0x10c9
 run_file=/sys/kernel/debug/iommu_pt_bench/run
-stats=/sys/kernel/debug/iommu_pt/stats
+. "$(dirname "$0")/../../qemu/guest/lib.sh"
 
 # name|kind|arguments. kind k: written to the in-kernel benchmark; kind u:
 # the userspace benchmark on the vfio-bound igb.
@@ -55,27 +54,12 @@ die() {
 	echo "bench.sh: $*" >&2
 	exit 1
 }
-iommu_pages() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
-}
-pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
-
-bdf=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
-done
+bdf=$(igb_bdf)
 [ -n "$bdf" ] || die "no igb device ($IGB_ID)"
-dev=/sys/bus/pci/devices/$bdf
-if [ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" != vfio-pci ]; then
-	[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
-	echo vfio-pci >"$dev/driver_override"
-	echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind || die "cannot bind $bdf to vfio-pci"
-fi
+bind_vfio_pci "$bdf" || die "cannot bind $bdf to vfio-pci"
 : >"$results" || die "cannot write $results"
 exec 3>>"$results"
-# Kernel messages stay in the log buffer, off the console.
-dmesg -n 1
+quiet_console
 insmod "$bench_ko" || die "cannot load $bench_ko"
 [ -e /sys/module/iommu_pt ] && rmmod iommu_pt
 
@@ -97,7 +81,7 @@ run_workload() {
 	local before after peak out perf_out line extra k v0 v1 task
 	local -A p0
 
-	before=$(iommu_pages)
+	before=$(vmstat nr_iommu_pages)
 	if [ "$alloc" = rust ]; then
 		for k in $POOL_KEYS; do p0[$k]=$(pool_stat "$k"); done
 	fi
@@ -110,7 +94,7 @@ run_workload() {
 		out=$(perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
 			"$bin/vfio-map-bench" "$1" "$bdf" "${@:2}") || die "$name: vfio-map-bench $* failed"
 	fi
-	peak=$(iommu_pages)
+	peak=$(vmstat nr_iommu_pages)
 	task=$(awk -F, '$3 == "task-clock" { print $1 }' "$perf_out")
 	extra=$(awk -F, '($3 == "cycles" || $3 == "instructions") && $1 ~ /^[0-9]/ {
 		printf " %s=%s", $3, $1 }' "$perf_out")
@@ -127,7 +111,7 @@ run_workload() {
 	line="$line $(echo "$out" | awk '$1 != "op" && $1 != "pattern" { printf "%s=%s ", $1, $2 }')"
 	# Let the pool's worker catch up between workloads, and count it.
 	sleep 1
-	after=$(iommu_pages)
+	after=$(vmstat nr_iommu_pages)
 	if [ "$alloc" = rust ]; then
 		extra="$extra pool_worker_ns_total=$(($(pool_stat worker_ns) - p0[worker_ns]))"
 	fi
@@ -149,7 +133,7 @@ run_set() {
 		run_workload "$run" "$alloc" "$name" "$kind" $args
 	done
 	if [ "$alloc" = rust ]; then
-		echo >&3 "# pool after run $run: $(tr '\n' ' ' <"$stats")"
+		echo >&3 "# pool after run $run: $(tr '\n' ' ' <"$POOL_STATS")"
 		rmmod iommu_pt || die "cannot unload iommu_pt"
 	fi
 }
@@ -184,5 +168,4 @@ for alloc in c rust; do
 done
 rmmod iommu_pt_bench
 echo >&3 "# bench done after $(($(date +%s) - t0)) s"
-echo "# kernel reports: $(dmesg | grep -c 'WARNING:\|BUG:\|Oops')"
-dmesg | grep -A20 'WARNING:\|BUG:\|Oops' | head -n 60 | sed 's/^/# kernel: /'
+kernel_reports

@@ -108,17 +108,8 @@ static void setup_type1(const char *bdf)
 static void map_one(void *va, uint64_t iova, uint64_t len)
 {
 	if (use_iommufd) {
-		struct iommu_ioas_map map = {
-			.size = sizeof(map),
-			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
-				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = ioas_id,
-			.user_va = (uintptr_t)va,
-			.length = len,
-			.iova = iova,
-		};
-
-		if (ioctl(iommufd, IOMMU_IOAS_MAP, &map))
+		errno = -iommufd_map(iommufd, ioas_id, va, iova, len);
+		if (errno)
 			die("IOMMU_IOAS_MAP");
 	} else {
 		struct vfio_iommu_type1_dma_map map = {
@@ -137,14 +128,8 @@ static void map_one(void *va, uint64_t iova, uint64_t len)
 static void unmap_one(uint64_t iova, uint64_t len)
 {
 	if (use_iommufd) {
-		struct iommu_ioas_unmap unmap = {
-			.size = sizeof(unmap),
-			.ioas_id = ioas_id,
-			.iova = iova,
-			.length = len,
-		};
-
-		if (ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap))
+		errno = -iommufd_unmap(iommufd, ioas_id, iova, len, NULL);
+		if (errno)
 			die("IOMMU_IOAS_UNMAP");
 	} else {
 		struct vfio_iommu_type1_dma_unmap unmap = {

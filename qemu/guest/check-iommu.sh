@@ -4,12 +4,7 @@
 # Runs in the guest. Checks, as KTAP, that VT-d DMA remapping is enabled and
 # that the emulated igb NIC sits in an IOMMU group of its own.
 
-IGB_ID=0x8086:0x10c9
-n=0
-result() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 echo "KTAP version 1"
 echo "1..4"
@@ -20,10 +15,8 @@ result $? iommu_dmar_enabled
 grep -q 'iommu.strict=1' /proc/cmdline && dmesg | grep -q 'iommu: DMA domain TLB invalidation policy: strict'
 result $? iommu_strict_mode
 
-igb=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && igb=$d
-done
+igb=$(igb_bdf)
+igb=${igb:+/sys/bus/pci/devices/$igb}
 echo "# igb device: ${igb:-none}"
 [ -n "$igb" ] && [ -e "$igb/iommu_group" ]
 result $? iommu_igb_in_group
@@ -36,3 +29,4 @@ if [ -n "$igb" ] && [ -e "$igb/iommu_group" ]; then
 else
 	result 1 iommu_igb_group_alone
 fi
+exit $((ktap_failures > 0))

@@ -86,47 +86,33 @@ int main(int argc, char **argv)
 		die("open /proc/thread-self/fail-nth (CONFIG_FAULT_INJECTION?)");
 
 	for (n = 1; n <= max_n; n++) {
-		struct iommu_ioas_map map = {
-			.size = sizeof(map),
-			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
-				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = d.ioas_id,
-			.user_va = (uintptr_t)buf,
-			.length = size,
-			.iova = IOVA_BASE,
-		};
-		struct iommu_ioas_unmap unmap = {
-			.size = sizeof(unmap),
-			.ioas_id = d.ioas_id,
-			.iova = IOVA_BASE,
-			.length = size,
-		};
-		int ret, err, reached;
+		__u64 unmapped = 0;
+		int ret, reached;
 
 		set_fail_nth(nth, n);
-		ret = ioctl(d.iommufd, IOMMU_IOAS_MAP, &map);
-		err = errno;
+		ret = iommufd_map(d.iommufd, d.ioas_id, buf, IOVA_BASE, size);
 		/* fail-nth counts down to 0 when the N-th point fails. */
 		reached = get_fail_nth(nth) == 0;
 		set_fail_nth(nth, 0);
 
 		if (ret == 0) {
 			succeeded++;
-			if (ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap) || unmap.length != size) {
+			ret = iommufd_unmap(d.iommufd, d.ioas_id, IOVA_BASE, size, &unmapped);
+			if (ret || unmapped != size) {
 				fprintf(stderr, "fault-map: n=%lu: map succeeded, unmap removed %llu of %lu bytes (%s)\n",
-					n, (unsigned long long)unmap.length, size, strerror(errno));
+					n, (unsigned long long)unmapped, size, strerror(-ret));
 				return 1;
 			}
 		} else {
 			failed++;
-			if (err != ENOMEM) {
+			if (ret != -ENOMEM) {
 				fprintf(stderr, "fault-map: n=%lu: map failed with %s, not ENOMEM\n",
-					n, strerror(err));
+					n, strerror(-ret));
 				return 1;
 			}
-			if (!ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap) || errno != ENOENT) {
+			if (iommufd_unmap(d.iommufd, d.ioas_id, IOVA_BASE, size, &unmapped) != -ENOENT) {
 				fprintf(stderr, "fault-map: n=%lu: failed map left %llu bytes mapped\n",
-					n, (unsigned long long)unmap.length);
+					n, (unsigned long long)unmapped);
 				return 1;
 			}
 		}

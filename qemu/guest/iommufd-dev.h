@@ -52,6 +52,43 @@ static inline void iommufd_dev_attach(struct iommufd_dev *d, __u32 pt_id)
 		iommufd_dev_fail("VFIO_DEVICE_ATTACH_IOMMUFD_PT");
 }
 
+/* Map @length bytes at @va to @iova in IOAS @ioas_id. Returns 0 or -errno. */
+static inline int iommufd_map(int iommufd, __u32 ioas_id, void *va, __u64 iova, __u64 length)
+{
+	struct iommu_ioas_map map = {
+		.size = sizeof(map),
+		.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
+			 IOMMU_IOAS_MAP_WRITEABLE,
+		.ioas_id = ioas_id,
+		.user_va = (__u64)(unsigned long)va,
+		.length = length,
+		.iova = iova,
+	};
+
+	return ioctl(iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
+}
+
+/*
+ * Unmap [@iova, @iova + @length) in IOAS @ioas_id. Returns 0 or -errno; the
+ * bytes unmapped go to @unmapped if it is not NULL.
+ */
+static inline int iommufd_unmap(int iommufd, __u32 ioas_id, __u64 iova, __u64 length,
+				__u64 *unmapped)
+{
+	struct iommu_ioas_unmap unmap = {
+		.size = sizeof(unmap),
+		.ioas_id = ioas_id,
+		.iova = iova,
+		.length = length,
+	};
+
+	if (ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap))
+		return -errno;
+	if (unmapped)
+		*unmapped = unmap.length;
+	return 0;
+}
+
 /* Open @cdev (/dev/vfio/devices/vfioN) and bind it; with @attach, to a new IOAS too. */
 static inline void iommufd_dev_open(struct iommufd_dev *d, const char *cdev, int attach)
 {

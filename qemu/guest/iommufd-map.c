@@ -46,7 +46,6 @@ static void wait_line(const char *state)
 int main(int argc, char **argv)
 {
 	struct iommufd_dev d;
-	struct iommu_ioas_unmap unmap = { .size = sizeof(unmap) };
 	unsigned long i, n;
 	char *buf;
 
@@ -61,25 +60,15 @@ int main(int argc, char **argv)
 	if (buf == MAP_FAILED)
 		die("mmap");
 	for (i = 0; i < n; i++) {
-		struct iommu_ioas_map map = {
-			.size = sizeof(map),
-			.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
-				 IOMMU_IOAS_MAP_WRITEABLE,
-			.ioas_id = d.ioas_id,
-			.user_va = (uintptr_t)(buf + i * SZ_4K),
-			.length = SZ_4K,
-			.iova = IOVA_BASE + i * SZ_2M,
-		};
-
-		if (ioctl(d.iommufd, IOMMU_IOAS_MAP, &map))
+		errno = -iommufd_map(d.iommufd, d.ioas_id, buf + i * SZ_4K,
+				     IOVA_BASE + i * SZ_2M, SZ_4K);
+		if (errno)
 			die("IOMMU_IOAS_MAP");
 	}
 	wait_line("mapped");
 
-	unmap.ioas_id = d.ioas_id;
-	unmap.iova = IOVA_BASE;
-	unmap.length = n * SZ_2M;
-	if (ioctl(d.iommufd, IOMMU_IOAS_UNMAP, &unmap))
+	errno = -iommufd_unmap(d.iommufd, d.ioas_id, IOVA_BASE, n * SZ_2M, NULL);
+	if (errno)
 		die("IOMMU_IOAS_UNMAP");
 	wait_line("unmapped");
 

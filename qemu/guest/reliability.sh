@@ -31,36 +31,19 @@
 #    writes to the module's debugfs files, are refused.
 
 set -u
+. "$(dirname "$0")/lib.sh"
 ko=$1
 bin=$2
 STRESS_SECONDS=${3:-120}
 RELOADS=${4:-100}
-IGB_ID=0x8086:0x10c9
-stats=/sys/kernel/debug/iommu_pt/stats
 fi_dir=/sys/kernel/debug
 
-n=0
-fails=0
-result() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		fails=$((fails + 1))
-	fi
-}
-pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
-iommu_pages() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
-}
 # check_baseline NAME PAGES0: NR_IOMMU_PAGES back to PAGES0 (after the pool
 # worker settled), reported as a result.
 check_baseline() {
 	local pages
 	sleep 1
-	pages=$(iommu_pages)
+	pages=$(vmstat nr_iommu_pages)
 	echo "# $1: nr_iommu_pages $2 -> $pages"
 	[ "$pages" = "$2" ]
 	result $? "$1"
@@ -104,17 +87,9 @@ fi_modules_only() {
 }
 
 # Setup: the igb on vfio-pci.
-bdf=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
-done
-dev=/sys/bus/pci/devices/$bdf
-if [ -n "$bdf" ] && [ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" != vfio-pci ]; then
-	[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
-	echo vfio-pci >"$dev/driver_override"
-	echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind
-fi
-vfio=/dev/vfio/devices/$(ls "$dev/vfio-dev" 2>/dev/null | head -n 1)
+bdf=$(igb_bdf)
+[ -n "$bdf" ] && bind_vfio_pci "$bdf"
+vfio=$(vfio_cdev "$bdf")
 echo "KTAP version 1"
 echo "1..17"
 if [ ! -c "$vfio" ] || [ ! -d "$fi_dir/fail_page_alloc" ]; then
@@ -124,11 +99,9 @@ fi
 # Structures created once per device are not leaks: one attach first.
 printf '\n\n' | "$bin/iommufd-map" "$vfio" 1 >/dev/null
 fi_reset
-pages0=$(iommu_pages)
+pages0=$(vmstat nr_iommu_pages)
 dmesg -C
-# Kernel messages stay in the log buffer, off the console, where they could
-# cut a result line in two; the reports among them are printed at the end.
-dmesg -n 1
+quiet_console
 
 # 1a. fail-nth on the map path, three allocators.
 total_tried=0
@@ -290,7 +263,7 @@ done
 [ ! -e /sys/module/iommu_pt ] && [ "$bad" -eq 0 ]
 result $? bad_parameters
 insmod "$ko"
-before=$(cat "$stats")
+before=$(cat "$POOL_STATS")
 bad=0
 for f in stats spare_pfns; do
 	if echo 1 >"/sys/kernel/debug/iommu_pt/$f" 2>/dev/null; then
@@ -298,15 +271,11 @@ for f in stats spare_pfns; do
 		bad=1
 	fi
 done
-after=$(cat "$stats")
+after=$(cat "$POOL_STATS")
 [ "$bad" -eq 0 ] && [ "$before" = "$after" ]
 result $? debugfs_read_only
 rmmod iommu_pt
 check_baseline bad_input_no_leak "$pages0"
 
-reports=$(dmesg | grep -c 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function')
-echo "# kernel log: $reports warnings or reports"
-dmesg | grep -A20 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function' |
-	head -n 80 | sed 's/^/# kernel: /'
-[ "$reports" -eq 0 ] || fails=$((fails + 1))
-exit $((fails > 0))
+kernel_reports || ktap_failures=$((ktap_failures + 1))
+exit $((ktap_failures > 0))

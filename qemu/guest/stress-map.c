@@ -81,29 +81,12 @@ static uint64_t range_base(int id)
 
 static int do_map(__u32 ioas_id, uint64_t iova)
 {
-	struct iommu_ioas_map map = {
-		.size = sizeof(map),
-		.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
-			 IOMMU_IOAS_MAP_WRITEABLE,
-		.ioas_id = ioas_id,
-		.user_va = (uintptr_t)page,
-		.length = SZ_4K,
-		.iova = iova,
-	};
-
-	return ioctl(iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
+	return iommufd_map(iommufd, ioas_id, page, iova, SZ_4K);
 }
 
 static int do_unmap(__u32 ioas_id, uint64_t iova, uint64_t length)
 {
-	struct iommu_ioas_unmap unmap = {
-		.size = sizeof(unmap),
-		.ioas_id = ioas_id,
-		.iova = iova,
-		.length = length,
-	};
-
-	return ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap) ? -errno : 0;
+	return iommufd_unmap(iommufd, ioas_id, iova, length, NULL);
 }
 
 static void shared_error(struct worker *w, const char *op, unsigned int slot, int ret)

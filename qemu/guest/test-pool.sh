@@ -19,30 +19,12 @@
 # Prints KTAP.
 
 set -u
+. "$(dirname "$0")/lib.sh"
 ko=$1
 bin=$2
-stats=/sys/kernel/debug/iommu_pt/stats
 MAPPINGS=512
 CHURN=20
-IGB_ID="8086 10c9"
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
-stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
-# Fold the per-CPU deltas first: /proc/vmstat alone drifts by the stat threshold.
-vmstat() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat
-}
 
 echo "KTAP version 1"
 echo "1..14"
@@ -64,80 +46,77 @@ for args in "capacity=0" "capacity=-5" "capacity=4294967295" "capacity=1000000" 
 	fi
 done
 [ ! -d /sys/module/iommu_pt ]
-ok $((bad | $?)) pool_refuses_bad_parameters
+result $((bad | $?)) pool_refuses_bad_parameters
 
 # 2. Load; the KUnit suite runs now and its KTAP goes to the kernel log.
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 insmod "$ko"
-ok $? pool_module_loads
-[ -r "$stats" ] && grep -q '^clean [1-9]' "$stats"
-ok $? pool_prefilled
+result $? pool_module_loads
+[ -r "$POOL_STATS" ] && grep -q '^clean [1-9]' "$POOL_STATS"
+result $? pool_prefilled
 
 # generic_pt's six suites again, now with the pool as provider. They ran built
 # in at boot on the C allocator; their KTAP goes to the kernel log again.
-hits0=$(stat hits)
+hits0=$(pool_stat hits)
 for suite in amdv1_fmt_test amdv1_iommu_test vtdss_fmt_test vtdss_iommu_test \
 	x86_64_fmt_test x86_64_iommu_test; do
 	echo run >"/sys/kernel/debug/kunit/$suite/run"
 done
-hits1=$(stat hits)
+hits1=$(pool_stat hits)
 echo "# generic_pt suites with the pool: hits $hits0 -> $hits1"
 [ "$hits1" -gt "$hits0" ]
-ok $? pool_serves_generic_pt_kunit
+result $? pool_serves_generic_pt_kunit
 
 # 3. A real VT-d paging domain.
-igb=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor" "$d/device" | sed 's/0x//' | tr '\n' ' ')" = "$IGB_ID " ] && igb=$(basename "$d")
-done
+igb=$(igb_bdf)
 echo vfio-pci >"/sys/bus/pci/devices/$igb/driver_override"
 echo "$igb" >/sys/bus/pci/drivers_probe
 vfio=$(ls "/sys/bus/pci/devices/$igb/vfio-dev/" 2>/dev/null | head -n1)
 [ -n "$vfio" ] && [ -c "/dev/vfio/devices/$vfio" ]
-ok $? pool_igb_bound_to_vfio_pci
+result $? pool_igb_bound_to_vfio_pci
 
-hits0=$(stat hits) out0=$(stat outstanding) iommu0=$(vmstat nr_iommu_pages)
+hits0=$(pool_stat hits) out0=$(pool_stat outstanding) iommu0=$(vmstat nr_iommu_pages)
 coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
 read -r state <&"${MAP[0]}"
-hits1=$(stat hits) out1=$(stat outstanding)
+hits1=$(pool_stat hits) out1=$(pool_stat outstanding)
 echo "# $state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
 [ "$state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
-ok $? pool_serves_domain_tables
+result $? pool_serves_domain_tables
 echo >&"${MAP[1]}"
 read -r state <&"${MAP[0]}"
-out2=$(stat outstanding)
+out2=$(pool_stat outstanding)
 echo "# $state: outstanding $out2"
 # generic_pt keeps emptied tables until the domain is freed.
 [ "$state" = unmapped ]
-ok $? pool_unmap_succeeds
+result $? pool_unmap_succeeds
 echo >&"${MAP[1]}"
 wait "$MAP_PID"
 map_status=$?
-out3=$(stat outstanding) iommu3=$(vmstat nr_iommu_pages)
+out3=$(pool_stat outstanding) iommu3=$(vmstat nr_iommu_pages)
 echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pages $iommu3 (was $iommu0)"
 [ "$map_status" -eq 0 ] && [ "$out3" -eq "$out0" ]
-ok $? pool_teardown_returns_every_page
+result $? pool_teardown_returns_every_page
 [ "$iommu3" -eq "$iommu0" ]
-ok $? pool_nr_iommu_pages_back_to_baseline
+result $? pool_nr_iommu_pages_back_to_baseline
 
 # Memory pressure: dropping caches runs every shrinker, the pool's among them.
-shrunk0=$(stat shrunk) clean0=$(stat clean) dirty0=$(stat dirty)
+shrunk0=$(pool_stat shrunk) clean0=$(pool_stat clean) dirty0=$(pool_stat dirty)
 echo 2 >/proc/sys/vm/drop_caches
-shrunk1=$(stat shrunk) clean1=$(stat clean) dirty1=$(stat dirty)
+shrunk1=$(pool_stat shrunk) clean1=$(pool_stat clean) dirty1=$(pool_stat dirty)
 echo "# drop_caches: shrunk $shrunk0 -> $shrunk1, spare pages $((clean0 + dirty0)) -> $((clean1 + dirty1))"
 [ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
-ok $? pool_shrinker_gives_spare_pages_back
+result $? pool_shrinker_gives_spare_pages_back
 
 # 4. Module churn with a live, mapped domain.
 coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
 read -r state <&"${MAP[0]}"
 [ "$state" = mapped ]
-ok $? pool_domain_mapped_before_churn
+result $? pool_domain_mapped_before_churn
 churn_ok=0
 for i in $(seq "$CHURN"); do
 	rmmod iommu_pt && insmod "$ko" || { churn_ok=1; echo "# reload $i failed"; break; }
 done
-ok $churn_ok pool_reloads_with_live_domain
+result $churn_ok pool_reloads_with_live_domain
 rmmod iommu_pt
 echo >&"${MAP[1]}"
 read -r state <&"${MAP[0]}"
@@ -147,7 +126,7 @@ map_status=$?
 iommu4=$(vmstat nr_iommu_pages)
 echo "# after churn and teardown: status $map_status, nr_iommu_pages $iommu4 (was $iommu0)"
 [ "$map_status" -eq 0 ] && [ "$state" = unmapped ] && [ "$iommu4" -eq "$iommu0" ]
-ok $? pool_churn_leaks_nothing
+result $? pool_churn_leaks_nothing
 ! dmesg | grep -q 'WARNING:\|BUG:'
-ok $? pool_no_kernel_warnings
-exit $failed
+result $? pool_no_kernel_warnings
+exit $((ktap_failures > 0))

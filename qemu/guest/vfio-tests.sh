@@ -31,6 +31,7 @@
 # Prints nested KTAP; scripts/ktap.py --table turns it into the summary.
 
 set -u
+. "$(dirname "$0")/lib.sh"
 mode=$1
 ko=$2
 tests=$3
@@ -42,8 +43,6 @@ TESTS=(vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test
 MUST_SAMPLE="vfio_dma_mapping_test vfio_pci_driver_test"
 SAMPLE_EVERY=2
 TEST_TIMEOUT=1200
-IGB_ID=0x8086:0x10c9
-stats=/sys/kernel/debug/iommu_pt/stats
 spare=/sys/kernel/debug/iommu_pt/spare_pfns
 tmp=$(mktemp -d)
 
@@ -56,13 +55,6 @@ scalable) want_stage=first ;;
 	;;
 esac
 
-stat() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
-# Fold the per-CPU deltas first: /proc/vmstat alone drifts by the stat threshold.
-iommu_pages() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk '$1 == "nr_iommu_pages" { print $2 }' /proc/vmstat
-}
-
 # sampler FILE [--stage-only]: what table-frames reports, every few seconds.
 sampler() {
 	local out=$1
@@ -73,28 +65,16 @@ sampler() {
 	done
 }
 
-# Kernel messages (a device reset at every open and close) stay in the log
-# buffer, off the console, where they could cut a result line in two; the
-# reports among them are printed at the end.
-dmesg -n 1
+# A device reset at every open and close would log to the console.
+quiet_console
 
 # Setup: find the igb, bind it to vfio-pci, check the huge pages.
-bdf=""
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ] && bdf=$(basename "$d")
-done
+bdf=$(igb_bdf)
 setup_error=""
 if [ -z "$bdf" ]; then
 	setup_error="no igb device ($IGB_ID)"
-else
-	dev=/sys/bus/pci/devices/$bdf
-	if [ ! -e "$dev/driver" ] || [ "$(basename "$(readlink "$dev/driver")")" != vfio-pci ]; then
-		[ -e "$dev/driver" ] && echo "$bdf" >"$dev/driver/unbind"
-		echo vfio-pci >"$dev/driver_override"
-		echo "$bdf" >/sys/bus/pci/drivers/vfio-pci/bind 2>/dev/null
-	fi
-	[ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" = vfio-pci ] ||
-		setup_error="cannot bind $bdf to vfio-pci"
+elif ! bind_vfio_pci "$bdf"; then
+	setup_error="cannot bind $bdf to vfio-pci"
 fi
 for size in 2048kB 1048576kB; do
 	n=$(cat "/sys/kernel/mm/hugepages/hugepages-$size/nr_hugepages" 2>/dev/null || echo 0)
@@ -113,8 +93,7 @@ echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_gro
 
 # One attach and map before measuring: structures the IOMMU driver creates
 # once per device and keeps (a scalable-mode PASID table) are not leaks.
-vfio=$(ls "/sys/bus/pci/devices/$bdf/vfio-dev" 2>/dev/null | head -n 1)
-printf '\n\n' | "$bin/iommufd-map" "/dev/vfio/devices/$vfio" 1 >/dev/null
+printf '\n\n' | "$bin/iommufd-map" "$(vfio_cdev "$bdf")" 1 >/dev/null
 
 status=0
 
@@ -126,11 +105,11 @@ run_one() {
 	local a0 h0 f0 o0 a1 h1 f1 o1
 
 	: >"$samples"
-	pages0=$(iommu_pages)
+	pages0=$(vmstat nr_iommu_pages)
 	# The domain the device is in between binaries.
 	idle_top=$("$bin/table-frames" "$bdf" 2>/dev/null | awk '$1 == "top" { print $2 }')
 	if [ "$alloc" = rust ]; then
-		a0=$(stat allocs) h0=$(stat hits) f0=$(stat fallbacks) o0=$(stat outstanding)
+		a0=$(pool_stat allocs) h0=$(pool_stat hits) f0=$(pool_stat fallbacks) o0=$(pool_stat outstanding)
 		sort -u "$spare" >"$tmp/spare"
 	fi
 	if [ "$alloc" = c ]; then
@@ -144,7 +123,7 @@ run_one() {
 	rc=${PIPESTATUS[0]}
 	kill "$sp"
 	wait "$sp" 2>/dev/null
-	pages1=$(iommu_pages)
+	pages1=$(vmstat nr_iommu_pages)
 
 	case $rc in
 	0) echo "    ok $((2 * idx - 1)) $name" ;;
@@ -176,10 +155,10 @@ run_one() {
 	if [ "$alloc" = c ]; then
 		[ ! -e /sys/module/iommu_pt ] || problems="$problems; iommu_pt is loaded"
 	else
-		if [ ! -r "$stats" ]; then
+		if [ ! -r "$POOL_STATS" ]; then
 			problems="$problems; iommu_pt is not loaded"
 		else
-			a1=$(stat allocs) h1=$(stat hits) f1=$(stat fallbacks) o1=$(stat outstanding)
+			a1=$(pool_stat allocs) h1=$(pool_stat hits) f1=$(pool_stat fallbacks) o1=$(pool_stat outstanding)
 			sort -u "$spare" "$tmp/spare" >"$tmp/pool"
 			foreign=$(comm -23 "$tmp/frames" "$tmp/pool" | wc -l)
 			detail="$detail, $foreign not from the pool; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1"
@@ -231,9 +210,5 @@ else
 	status=1
 fi
 rm -rf "$tmp"
-reports=$(dmesg | grep -c 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function')
-echo "# kernel log: $reports warnings or reports"
-dmesg | grep -A20 'WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|sleeping function' |
-	head -n 80 | sed 's/^/# kernel: /'
-[ "$reports" -eq 0 ] || status=1
+kernel_reports || status=1
 exit $status

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers the guest scripts share. Source it, do not run it.
+
+# The emulated 82576 NIC (QEMU's igb) that the VFIO tests use.
+IGB_ID=0x8086:0x10c9
+POOL_STATS=/sys/kernel/debug/iommu_pt/stats
+# What the kernel log may not contain: warnings, oopses, KASAN, lockdep and
+# might_sleep reports.
+KERNEL_REPORT='WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|recursive locking\|sleeping function'
+
+# Prints the PCI address of the igb, or nothing.
+igb_bdf() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$d/vendor"):$(cat "$d/device")" = "$IGB_ID" ]; then
+			basename "$d"
+			return
+		fi
+	done
+}
+
+# bind_vfio_pci BDF: binds the device to vfio-pci unless it already is.
+bind_vfio_pci() {
+	local dev=/sys/bus/pci/devices/$1
+	[ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" = vfio-pci ] && return 0
+	[ -e "$dev/driver" ] && echo "$1" >"$dev/driver/unbind"
+	echo vfio-pci >"$dev/driver_override"
+	echo "$1" >/sys/bus/pci/drivers/vfio-pci/bind 2>/dev/null
+	[ "$(basename "$(readlink "$dev/driver" 2>/dev/null)")" = vfio-pci ]
+}
+
+# vfio_cdev BDF: the device's VFIO cdev, /dev/vfio/devices/vfioN.
+vfio_cdev() {
+	echo "/dev/vfio/devices/$(ls "/sys/bus/pci/devices/$1/vfio-dev" 2>/dev/null | head -n 1)"
+}
+
+# pool_stat NAME: one counter of the iommu_pt module.
+pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$POOL_STATS"; }
+
+# vmstat NAME: a /proc/vmstat counter, with the per-CPU deltas folded in first
+# (/proc/vmstat alone drifts by the stat threshold).
+vmstat() {
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat
+}
+
+# Keeps kernel messages in the log buffer, off the console, where they could
+# cut a result line in two; kernel_reports prints the reports among them.
+quiet_console() { dmesg -n 1; }
+
+# kernel_reports: prints the kernel log's reports as KTAP comments (which
+# scripts/ktap.py also scans) and fails if there is any.
+kernel_reports() {
+	local count
+	count=$(dmesg | grep -c "$KERNEL_REPORT")
+	echo "# kernel log: $count warnings or reports"
+	dmesg | grep -A20 "$KERNEL_REPORT" | head -n 80 | sed 's/^/# kernel: /'
+	[ "$count" -eq 0 ]
+}
+
+# result STATUS NAME: one KTAP result line, numbered; a failure counts in
+# $ktap_failures.
+ktap_n=0
+ktap_failures=0
+result() {
+	ktap_n=$((ktap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $ktap_n $2"
+	else
+		echo "not ok $ktap_n $2"
+		ktap_failures=$((ktap_failures + 1))
+	fi
+}
