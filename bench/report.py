@@ -8,9 +8,15 @@ of one boot; the Rust/C ratio of the medians, and the change (C - Rust) / C,
 positive when the Rust pool is faster. Next to it, the task-clock of the
 command (perf stat, CPU ms), and for the pool the time its refill worker spent
 during the workload and the requests it left to C (fallbacks).
+
+With --json, also the summaries and every BENCH line as JSON; with --svg, a
+plot of the Rust/C ratio per workload: the ratio of the medians (dot) and a
+95% interval of the mean of the per-run ratios (bar; run R of C and run R of
+Rust ran next to each other in the boot).
 """
 
 import argparse
+import json
 import math
 import re
 import statistics
@@ -50,19 +56,72 @@ def fmt(v):
     return f"{v:.1f}"
 
 
+def paired_ratios(c, r, metric):
+    """Rust/C per run, pairing the runs that ran next to each other."""
+    cv = dict(zip(c["run"], c[metric]))
+    rv = dict(zip(r["run"], r[metric]))
+    return [rv[k] / cv[k] for k in sorted(cv) if k in rv and cv[k]]
+
+
+def svg_plot(rows, title):
+    """A dot-and-bar plot of the Rust/C ratios, one row per workload."""
+    left, right, top, row_h = 170, 40, 50, 22
+    width = 760
+    plot_w = width - left - right
+    hi = max([1.5] + [x for r in rows for x in (r["ratio"], r["ratio_ci"][1]) if x == x])
+    hi = math.ceil(hi * 4) / 4
+    height = top + row_h * len(rows) + 40
+
+    def x(v):
+        return left + plot_w * min(max(v, 0.0), hi) / hi
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">'
+           f'{title}</text>',
+           f'<text x="{width / 2}" y="34" text-anchor="middle" fill="#555">Rust/C of the '
+           f'workload figure: left of 1 the pool is faster (dot: medians; bar: 95% interval '
+           f'of the per-run ratios)</text>']
+    bottom = top + row_h * len(rows)
+    tick = 0.0
+    while tick <= hi + 1e-9:
+        out.append(f'<line x1="{x(tick):.1f}" y1="{top - 4}" x2="{x(tick):.1f}" y2="{bottom}" '
+                   f'stroke="{"#000" if tick == 1.0 else "#ddd"}"/>')
+        out.append(f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
+                   f'{tick:.2f}</text>')
+        tick += 0.25
+    for i, r in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        out.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{r["workload"]}</text>')
+        lo, up = r["ratio_ci"]
+        if lo == lo and up == up:
+            out.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(up):.1f}" y2="{y:.1f}" '
+                       f'stroke="#36c" stroke-width="3"/>')
+        if r["ratio"] == r["ratio"]:
+            out.append(f'<circle cx="{x(r["ratio"]):.1f}" cy="{y:.1f}" r="4" fill="#c33"/>')
+            out.append(f'<text x="{min(x(r["ratio"]) + 8, width - 4):.1f}" y="{y - 4:.1f}" '
+                       f'fill="#555" font-size="10">{r["ratio"]:.3f}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("log", nargs="+", help="guest log(s) with BENCH lines")
     ap.add_argument("--title", default="Benchmark", help="heading of the report")
+    ap.add_argument("--json", help="also write the summaries and raw lines here")
+    ap.add_argument("--svg", help="also write a plot of the ratios here")
     args = ap.parse_args()
+    lines = []
 
     data = defaultdict(lambda: defaultdict(list))  # (workload, alloc) -> key -> values
     order = []
     comments = []
     for path in args.log:
         with open(path, errors="replace") as f:
-            for raw in f:
-                line = raw.rstrip()
+            for text in f:
+                line = text.rstrip()
                 m = LINE.search(line)
                 if not m:
                     if line.startswith("# ") and ("guest:" in line or "perf events" in line
@@ -70,6 +129,7 @@ def main():
                         comments.append(line[2:])
                     continue
                 kv = dict(p.split("=", 1) for p in m.group(1).split() if "=" in p)
+                lines.append(kv)
                 key = (kv["workload"], kv["alloc"])
                 if kv["workload"] not in order:
                     order.append(kv["workload"])
@@ -91,6 +151,7 @@ def main():
           "| Rust/C | (C-Rust)/C | task-clock ms C / Rust | pool worker ms | fallbacks |")
     print("|---|---|---|---|---|---|---|---|---|")
     bad = False
+    rows = []
     for w in order:
         metric = main_metric(w)
         c, r = data.get((w, "c")), data.get((w, "rust"))
@@ -111,6 +172,17 @@ def main():
 
         print(f"| {w} | {metric} | {cell(cs)} | {cell(rs)} | {ratio:.3f} | {change:+.1f}% "
               f"| {fmt(tc)} / {fmt(tr)} | {fmt(worker)} | {fmt(fb)} |")
+        pr = paired_ratios(c, r, metric)
+        prs = summary(pr) if pr else (float("nan"),) * 5
+
+        def js(s):
+            return dict(zip(("median", "min", "max", "ci95_lo", "ci95_hi"), s))
+
+        rows.append({"workload": w, "metric": metric, "c": js(cs), "rust": js(rs),
+                     "ratio": ratio, "change_pct": change, "run_ratios": pr,
+                     "ratio_ci": [prs[3], prs[4]], "task_clock_ms_c": tc,
+                     "task_clock_ms_rust": tr, "pool_worker_ms": worker,
+                     "pool_fallbacks": fb})
 
     print("\nUnmap side (ns per unmap ioctl or call, medians):\n")
     print("| workload | C | Rust | Rust/C |")
@@ -136,6 +208,17 @@ def main():
         print(f"| {w} | {fmt(statistics.median(dc))} | {fmt(statistics.median(dr))} | {tp} "
               f"| {fmt(statistics.median(r.get('pool_clean', [float('nan')])))} "
               f"| {fmt(statistics.median(r.get('pool_dirty', [float('nan')])))} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            # NaN is not JSON: missing figures are null.
+            doc = {"title": args.title, "environment": list(dict.fromkeys(comments)),
+                   "ratio": "Rust/C of the medians; below 1 the pool is faster",
+                   "workloads": rows, "raw": lines}
+            text = json.dumps(doc, indent=1, allow_nan=True)
+            f.write(re.sub(r"\bNaN\b", "null", text) + "\n")
+    if args.svg:
+        with open(args.svg, "w") as f:
+            f.write(svg_plot(rows, args.title))
     return 1 if bad else 0
 
 

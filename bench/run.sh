@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Benchmarks: the iommu-pt pool against the C allocator, side by side in one
-# boot (bench/guest/bench.sh alternates them, RUNS times), then a Markdown
-# report per boot (bench/report.py) in $IOMMU_PT_CACHE/work/out.
+# boot (bench/guest/bench.sh alternates them, RUNS times). Each boot's raw
+# results, their summary as JSON, the Markdown table, a plot of the Rust/C
+# ratios (SVG) and the profiles go to bench/results/<UTC timestamp>/<clock>/
+# (bench/report.py); the tables are printed at the end.
 #
 # usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--skip-build]
 #
@@ -56,6 +58,8 @@ icount) [ "$accel" = tcg ] || die "bench/run.sh: --clock icount needs TCG, and t
 *) clocks=(wall) ;;
 esac
 
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+dest=$REPO/bench/results/$stamp
 status=0
 for c in "${clocks[@]}"; do
 	log="$OUT/bench-$c.log"
@@ -76,7 +80,11 @@ for c in "${clocks[@]}"; do
 		continue
 	fi
 	title="Rust pool vs C allocator: $accel, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
-	if python3 "$REPO/bench/report.py" --title "$title" "$results" >"$report"; then
+	mkdir -p "$dest/$c" || die "cannot create $dest/$c"
+	cp "$results" "$dest/$c/results.txt"
+	cp "$OUT/bench-profiles-$c"/top-*.txt "$dest/$c/" 2>/dev/null
+	if python3 "$REPO/bench/report.py" --title "$title" --json "$dest/$c/results.json" \
+		--svg "$dest/$c/ratios.svg" "$results" >"$report"; then
 		{
 			echo
 			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c\` ($(($(now) - t0)) s on this machine)."
@@ -90,10 +98,14 @@ for c in "${clocks[@]}"; do
 				echo '```'
 			done
 		} >>"$report"
-		cat "$report"
+		cp "$report" "$dest/$c/report.md"
 	else
 		warn "incomplete results in $log"
 		status=1
 	fi
 done
+for c in "${clocks[@]}"; do
+	[ -f "$dest/$c/report.md" ] && { echo; cat "$dest/$c/report.md"; }
+done
+log "results in $dest"
 exit $status
