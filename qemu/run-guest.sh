@@ -7,14 +7,17 @@
 # repository and the work directory at the same paths as on the host.
 #
 # usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--cpus N]
-#                          [--append ARGS] [--log FILE] [--timeout SECONDS]
-#                          -- COMMAND...
+#                          [--dma-port] [--append ARGS] [--log FILE]
+#                          [--timeout SECONDS] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
 # --icount         TCG only: single-threaded TCG with -icount shift=0, where
 #                  guest time counts executed instructions (deterministic)
 # --cpus N         vCPUs (default 2)
+# --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
+#                  with a port named iommu-pt.dma whose output QEMU discards:
+#                  writing to it is DMA-API traffic (map and unmap per write)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
@@ -26,6 +29,7 @@
 mode=legacy
 icount=0
 cpus=2
+dma_port=0
 append=""
 logfile=""
 timeout=1800
@@ -33,6 +37,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
 	--icount) icount=1; shift ;;
+	--dma-port) dma_port=1; shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; shift 2 ;;
 	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
@@ -71,6 +76,13 @@ esac
 log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, $cpus vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
+if [ "$dma_port" -eq 1 ]; then
+	qemu_opts="$qemu_opts -device virtio-serial-pci,id=iommu_pt_dma,iommu_platform=on,disable-legacy=on"
+	# Not "-chardev null": a null backend never reports itself open, and a
+	# virtio-serial port blocks the guest's writes until its host side is.
+	qemu_opts="$qemu_opts -chardev file,id=iommu_pt_dma_sink,path=/dev/null"
+	qemu_opts="$qemu_opts -device virtserialport,bus=iommu_pt_dma.0,chardev=iommu_pt_dma_sink,name=iommu-pt.dma"
+fi
 if [ "$accel" = tcg ] && [ "$icount" -eq 1 ]; then
 	# One instruction is one nanosecond of guest time; icount needs one TCG thread.
 	qemu_opts="$qemu_opts -accel tcg,thread=single -icount shift=0,align=off,sleep=off"

@@ -141,7 +141,7 @@ fi
 if want reliability; then
 	log="$OUT/reliability.log"
 	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $log)"
-	boot reliability --log "$log" --timeout $((2400 * slow)) --append "$dma_append" -- \
+	boot reliability --log "$log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
 		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
 	python3 "$REPO/scripts/ktap.py" --label reliability "$log" || verdict=1
 fi

@@ -24,7 +24,11 @@
 #    gives the spare pages back, mapping still works, no OOM kill.
 # 3. Concurrency: threads map and unmap in three domains at once, owned and
 #    overlapping ranges, then every recorded mapping is checked in the live
-#    table and by unmapping (qemu/guest/stress-map.c).
+#    table and by unmapping (qemu/guest/stress-map.c). Meanwhile, lazy-mode
+#    DMA-API traffic: writes to a virtio-serial port behind the IOMMU
+#    (qemu/run-guest.sh --dma-port) in a new DMA-FQ (flush queue) domain, so
+#    buffers are mapped and unmapped with deferred IOTLB flushes; that domain
+#    is freed with its tables at the end.
 # 4. Module churn: RELOADS unloads and loads while three domains stay alive
 #    and threads keep mapping and unmapping in them (stress-map).
 # 5. Bad input: module parameters that are not numbers or out of range, and
@@ -214,18 +218,109 @@ result $? memory_pressure_shrinker
 rmmod iommu_pt
 check_baseline memory_pressure_no_leak "$pages0"
 
-# 3. Concurrency.
+# 3. Concurrency, with lazy-mode DMA-API traffic on the virtio-serial port.
+#
+# The traffic's DMA domain keeps the tables it grew (with a flush queue, freed
+# IOVAs wait for the flush before they are reused, so the IOVA range, and the
+# tables under it, depend on timing). The scenario therefore runs between two
+# fresh domains: before and after it, the port's device is unbound, its group
+# gets a new DMA-FQ default domain (the old one is freed with all its tables)
+# and the driver is bound again. Both states have the same tables, so the
+# pool's outstanding count and NR_IOMMU_PAGES must be equal in them.
+
+# dma_port: the virtio port named iommu-pt.dma (vportNpM), once udev made
+# its device node; empty if there is none.
+dma_port() {
+	local n p i
+	for i in $(seq 1 20); do
+		for n in /sys/class/virtio-ports/*/name; do
+			[ "$(cat "$n" 2>/dev/null)" = iommu-pt.dma ] || continue
+			p=$(basename "$(dirname "$n")")
+			[ -c "/dev/$p" ] && { echo "$p"; return 0; }
+		done
+		sleep 0.5
+	done
+	return 1
+}
+
+# dma_fresh_domain BDF: a new DMA-FQ default domain for the group of BDF.
+# With no driver bound, writing "DMA" to a DMA-FQ group replaces its domain;
+# writing "DMA-FQ" to a DMA group only starts a flush queue on the same
+# domain, and writing the type a group has changes nothing. Hence: DMA-FQ
+# (whatever the group had), DMA (the new domain), DMA-FQ (its flush queue).
+dma_fresh_domain() {
+	local drv type=/sys/bus/pci/devices/$1/iommu_group/type
+	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$1/driver")")
+	echo "$1" >"/sys/bus/pci/drivers/$drv/unbind" &&
+		echo DMA-FQ >"$type" && echo DMA >"$type" && echo DMA-FQ >"$type" &&
+		echo "$1" >"/sys/bus/pci/drivers/$drv/bind" &&
+		[ "$(cat "$type")" = DMA-FQ ]
+}
+
+# dma_state WHEN: the pool's counters and NR_IOMMU_PAGES at a step.
+dma_state() {
+	echo "# $1: outstanding $(pool_stat outstanding), hits $(pool_stat hits)," \
+		"frees $(pool_stat frees), nr_iommu_pages $(vmstat nr_iommu_pages)"
+}
+
 insmod "$ko"
+dma_ok=0
+dma_writes=0
+dma_bdf=
+dma_state "module loaded"
+if port=$(dma_port); then
+	# /sys/class/virtio-ports/vportNpM/device is the virtio device, whose
+	# parent is the PCI function.
+	dma_bdf=$(basename "$(dirname "$(readlink -f "/sys/class/virtio-ports/$port/device")")")
+	# One write in the new domain, as after the traffic below: both states
+	# have then mapped the same buffers in a fresh IOVA space.
+	dma_fresh_domain "$dma_bdf" && port=$(dma_port) &&
+		timeout 60 dd if=/dev/zero of="/dev/$port" bs=32k count=1 status=none && dma_ok=1
+	echo "# DMA-API traffic: /dev/$port on $dma_bdf, group type" \
+		"$(cat "/sys/bus/pci/devices/$dma_bdf/iommu_group/type")"
+else
+	echo "# no iommu-pt.dma port: boot with qemu/run-guest.sh --dma-port"
+fi
+sleep 1
+dma_state "fresh DMA-FQ domain"
 o0=$(pool_stat outstanding)
 h0=$(pool_stat hits)
+pages_fresh=$(vmstat nr_iommu_pages)
+# The fresh domain's tables are the pool's: the DMA API maps through them.
+[ "$o0" -gt 0 ] || dma_ok=0
+if [ "$dma_ok" -eq 1 ]; then
+	# Each write maps a buffer of 32 KiB for the device and unmaps it; 64
+	# writes per dd, and a write that cannot complete within 60 s fails.
+	coproc DMA { while timeout 60 dd if=/dev/zero of="/dev/$port" bs=32k count=64 \
+		status=none; do echo 64; done; echo failed; }
+	dma_pid=$DMA_PID
+fi
 out=$("$bin/stress-map" "$vfio" 3 8 "$STRESS_SECONDS" 2>&1)
 rc=$?
+if [ "$dma_ok" -eq 1 ]; then
+	kill "$dma_pid"
+	dma_out=$(cat <&"${DMA[0]}")
+	wait "$dma_pid" 2>/dev/null
+	case "$dma_out" in *failed*) dma_ok=0 ;; esac
+	dma_writes=$(echo "$dma_out" | awk '$1 ~ /^[0-9]+$/ { n += $1 } END { print n + 0 }')
+	[ "$dma_writes" -gt 0 ] || dma_ok=0
+	dma_state "traffic and stress done"
+	# The port works in the new domain.
+	dma_fresh_domain "$dma_bdf" && port=$(dma_port) &&
+		timeout 60 dd if=/dev/zero of="/dev/$port" bs=32k count=1 status=none || dma_ok=0
+	sleep 1
+	dma_state "fresh DMA-FQ domain again"
+fi
 echo "# concurrency, 3 domains, 8 threads, $STRESS_SECONDS s on $(nproc) vCPUs: $(echo "$out" | tail -n 1)"
 echo "$out" | head -n -1 | head -n 10 | sed 's/^/# /'
+echo "# DMA-API traffic meanwhile: $dma_writes writes of 32 KiB to the DMA-FQ port"
 echo "# pool: hits +$(($(pool_stat hits) - h0)), outstanding $o0 -> $(pool_stat outstanding)"
-[ "$rc" -eq 0 ] && [ "$(pool_stat outstanding)" = "$o0" ]
+[ "$rc" -eq 0 ] && [ "$(pool_stat outstanding)" = "$o0" ] && [ "$dma_ok" -eq 1 ]
 result $? concurrency_stress
 rmmod iommu_pt
+# From here on the baseline is the state with the port's fresh domain.
+echo "# nr_iommu_pages at the start $pages0, with the port's fresh domain $pages_fresh"
+pages0=$pages_fresh
 check_baseline concurrency_no_leak "$pages0"
 
 # 4. Module churn: stress-map keeps three domains alive and maps and unmaps
