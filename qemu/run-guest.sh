@@ -102,14 +102,25 @@ start=$(now)
 status=0
 if [ -n "$logfile" ]; then
 	mkdir -p "$(dirname "$logfile")"
-	# Through a pipe, not straight into the file: QEMU opens its console
-	# output again by name, and two descriptions of one file have two
-	# offsets, so the kernel console overwrote what the guest command wrote.
-	set +e
-	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null 2>&1 |
-		cat >"$logfile"
-	status=${PIPESTATUS[0]}
-	set -e
+	for attempt in 1 2; do
+		# Through a pipe, not straight into the file: QEMU opens its console
+		# output again by name, and two descriptions of one file have two
+		# offsets, so the kernel console overwrote what the guest command
+		# wrote.
+		set +e
+		(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null 2>&1 |
+			cat >"$logfile"
+		status=${PIPESTATUS[0]}
+		set -e
+		# On a slow guest (the debug kernel under TCG, on a busy host) udev
+		# may not have made virtme's console ports when virtme-init looks
+		# for them; it then powers off before the command started. Nothing
+		# ran, so one more boot is safe.
+		[ "$status" -ne 0 ] && [ "$attempt" -eq 1 ] &&
+			grep -q 'cannot find script I/O ports' "$logfile" || break
+		mv "$logfile" "$logfile.no-ports"
+		warn "virtme-init found no console ports (udev too slow; see $logfile.no-ports): booting again"
+	done
 else
 	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null || status=$?
 fi
