@@ -17,8 +17,11 @@ for src in "$REPO"/qemu/guest/*.c; do
 	out=$bin/$(basename "$src" .c)
 	if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$REPO/qemu/guest/iommufd-dev.h" -nt "$out" ] ||
 		[ "$BUILD/usr/include/linux/iommufd.h" -nt "$out" ]; then
-		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out" "$src" ||
+		# Built aside and renamed into place: a guest that runs the old
+		# binary meanwhile must never find a half-written file.
+		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out.new" "$src" ||
 			die "cannot build $src"
+		mv -f "$out.new" "$out"
 	fi
 done
 
