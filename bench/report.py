@@ -63,6 +63,17 @@ def paired_ratios(c, r, metric):
     return [rv[k] / cv[k] for k in sorted(cv) if k in rv and cv[k]]
 
 
+def no_nan(v):
+    """NaN is not JSON: a missing figure becomes null."""
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, dict):
+        return {k: no_nan(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [no_nan(x) for x in v]
+    return v
+
+
 def svg_plot(rows, title):
     """A dot-and-bar plot of the Rust/C ratios, one row per workload."""
     left, right, top, row_h = 170, 40, 50, 22
@@ -210,12 +221,11 @@ def main():
               f"| {fmt(statistics.median(r.get('pool_dirty', [float('nan')])))} |")
     if args.json:
         with open(args.json, "w") as f:
-            # NaN is not JSON: missing figures are null.
             doc = {"title": args.title, "environment": list(dict.fromkeys(comments)),
                    "ratio": "Rust/C of the medians; below 1 the pool is faster",
-                   "workloads": rows, "raw": lines}
-            text = json.dumps(doc, indent=1, allow_nan=True)
-            f.write(re.sub(r"\bNaN\b", "null", text) + "\n")
+                   "workloads": no_nan(rows), "raw": lines}
+            json.dump(doc, f, indent=1, allow_nan=False)
+            f.write("\n")
     if args.svg:
         with open(args.svg, "w") as f:
             f.write(svg_plot(rows, args.title))
