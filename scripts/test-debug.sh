@@ -27,4 +27,7 @@ export IOMMU_PT_APPEND_DMA="iommu.debug_pagealloc=1 ${IOMMU_PT_APPEND_DMA:-}"
 export IOMMU_PT_APPEND="no5lvl ${IOMMU_PT_APPEND:-}"
 export IOMMU_PT_GUEST_WRAP=qemu/guest/kmemleak-check.sh
 export IOMMU_PT_SLOW=${IOMMU_PT_SLOW:-3}
+# Under KASAN and TCG, setting up one vfio_pci_driver_test fixture takes
+# longer than the harness's 30 s per test.
+export IOMMU_PT_KSFT_TIMEOUT_SCALE=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-10}
 exec "$REPO/scripts/test.sh" "$@"

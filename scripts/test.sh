@@ -37,6 +37,10 @@
 #                        physical address 0 on purpose)
 #   IOMMU_PT_GUEST_WRAP  a guest command every test command runs under
 #   IOMMU_PT_SLOW        a factor for the boot timeouts (default 1)
+#   IOMMU_PT_KSFT_TIMEOUT_SCALE
+#                        a factor for the VFIO selftests' timeouts, each
+#                        test's (KSFT_TIMEOUT_SCALE, patch 0017) and each
+#                        binary's (default 1)
 
 . "$(dirname "$0")/lib.sh"
 
@@ -58,7 +62,11 @@ for s in ${stages//,/ }; do
 done
 want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 slow=${IOMMU_PT_SLOW:-1}
-case "$slow" in '' | *[!0-9]* | 0) die "IOMMU_PT_SLOW is a whole factor >= 1, not '$slow'" ;; esac
+case "$slow" in '' | *[!0-9]* | 0*) die "IOMMU_PT_SLOW is a whole factor >= 1, not '$slow'" ;; esac
+ksft_scale=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-1}
+case "$ksft_scale" in
+'' | *[!0-9]* | 0* | ?????*) die "IOMMU_PT_KSFT_TIMEOUT_SCALE is a whole factor from 1 to 9999, not '$ksft_scale'" ;;
+esac
 extra_append=${IOMMU_PT_APPEND:-}
 dma_append="$extra_append ${IOMMU_PT_APPEND_DMA:-}"
 # shellcheck disable=SC2206
@@ -130,7 +138,7 @@ if want vfio; then
 		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
 		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
 			--append "$hugepages $dma_append" -- \
-			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
+			env KSFT_TIMEOUT_SCALE="$ksft_scale" qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
 			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin"
 		cat "$log" >>"$matrix"
 	done

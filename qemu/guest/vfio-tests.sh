@@ -42,7 +42,16 @@ TESTS=(vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test
 # The sampler must see these with a domain: they hold one for seconds.
 MUST_SAMPLE="vfio_dma_mapping_test vfio_pci_driver_test"
 SAMPLE_EVERY=2
-TEST_TIMEOUT=1200
+# KSFT_TIMEOUT_SCALE (read by the harness for each test's timeout, patch
+# 0017) scales the whole binary's timeout too.
+scale=${KSFT_TIMEOUT_SCALE:-1}
+case "$scale" in
+'' | *[!0-9]* | 0* | ?????*)
+	echo "vfio-tests.sh: KSFT_TIMEOUT_SCALE is a whole factor from 1 to 9999, not '$scale'" >&2
+	exit 2
+	;;
+esac
+TEST_TIMEOUT=$((1200 * scale))
 spare=/sys/kernel/debug/iommu_pt/spare_pfns
 tmp=$(mktemp -d)
 
@@ -90,6 +99,7 @@ if [ -n "$setup_error" ]; then
 	exit 1
 fi
 echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_group")" | sed 's/^/iommu group /')), $mode mode, expecting $want_stage-stage tables"
+echo "# timeouts: each test's x$scale (KSFT_TIMEOUT_SCALE), ${TEST_TIMEOUT} s per binary"
 
 # One attach and map before measuring: structures the IOMMU driver creates
 # once per device and keeps (a scalable-mode PASID table) are not leaks.
