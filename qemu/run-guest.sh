@@ -92,11 +92,13 @@ elif [ "$icount" -eq 1 ]; then
 	die "run-guest.sh: --icount needs TCG; this machine runs guests under KVM"
 fi
 
+# The guest's shell must see the same words: quote each one.
+printf -v command '%q ' "$@"
 args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
 	--cpus "$cpus" --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
 	--rodir="$GUEST_REPO=$REPO"
 	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$GUEST_REPO"
-	--exec "$*")
+	--exec "${command% }")
 
 start=$(now)
 status=0

@@ -30,4 +30,10 @@ export IOMMU_PT_SLOW=${IOMMU_PT_SLOW:-3}
 # Under KASAN and TCG, setting up one vfio_pci_driver_test fixture takes
 # longer than the harness's 30 s per test.
 export IOMMU_PT_KSFT_TIMEOUT_SCALE=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-10}
+# The VFIO stage checks the pool: the C allocator's run is the normal
+# command's. Each vfio_pci_driver_test variant faults in, pins and maps 1 GiB
+# of 4 KiB pages, minutes each under KASAN and TCG: one variant, iommufd, runs
+# it (vfio_dma_mapping_test maps through every IOMMU mode).
+export IOMMU_PT_VFIO_ALLOCATORS=${IOMMU_PT_VFIO_ALLOCATORS:-rust}
+export IOMMU_PT_VFIO_DRIVER_MODES=${IOMMU_PT_VFIO_DRIVER_MODES:-iommufd}
 exec "$REPO/scripts/test.sh" "$@"

@@ -41,6 +41,11 @@
 #                        a factor for the VFIO selftests' timeouts, each
 #                        test's (KSFT_TIMEOUT_SCALE, patch 0017) and each
 #                        binary's (default 1)
+#   IOMMU_PT_VFIO_ALLOCATORS
+#                        the VFIO stage's allocators (default "c rust")
+#   IOMMU_PT_VFIO_DRIVER_MODES
+#                        the IOMMU modes of vfio_pci_driver_test (default:
+#                        all five; qemu/guest/vfio-tests.sh)
 
 . "$(dirname "$0")/lib.sh"
 
@@ -134,11 +139,14 @@ if want vfio; then
 	# IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
 	for mode in ${IOMMU_PT_VFIO_MODES:-legacy scalable}; do
 		log="$OUT/vfio-$mode.log"
-		expect+=(--expect "vfio_${mode}_c" --expect "vfio_${mode}_rust")
+		for a in ${IOMMU_PT_VFIO_ALLOCATORS:-c rust}; do expect+=(--expect "vfio_${mode}_$a"); done
 		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
 		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
 			--append "$hugepages $dma_append" -- \
-			env KSFT_TIMEOUT_SCALE="$ksft_scale" qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
+			env KSFT_TIMEOUT_SCALE="$ksft_scale" \
+			VFIO_ALLOCATORS="${IOMMU_PT_VFIO_ALLOCATORS:-c rust}" \
+			VFIO_DRIVER_TEST_MODES="${IOMMU_PT_VFIO_DRIVER_MODES:-}" \
+			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
 			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin"
 		cat "$log" >>"$matrix"
 	done

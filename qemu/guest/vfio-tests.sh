@@ -28,6 +28,12 @@
 # The binaries that keep a DMA domain for seconds (vfio_dma_mapping_test,
 # vfio_pci_driver_test) must be seen by the sampler at least once.
 #
+# Two variables make a subset, for the debug kernel, where every variant of
+# vfio_pci_driver_test maps and pins 1 GiB of 4 KiB pages under KASAN:
+#   VFIO_ALLOCATORS         the allocators, in order (default "c rust")
+#   VFIO_DRIVER_TEST_MODES  the IOMMU modes (fixture variants) of
+#                           vfio_pci_driver_test (default: all five)
+#
 # Prints nested KTAP; scripts/ktap.py --table turns it into the summary.
 
 set -u
@@ -52,6 +58,28 @@ case "$scale" in
 	;;
 esac
 TEST_TIMEOUT=$((1200 * scale))
+allocators=${VFIO_ALLOCATORS:-c rust}
+for a in $allocators; do
+	case "$a" in
+	c | rust) ;;
+	*)
+		echo "vfio-tests.sh: VFIO_ALLOCATORS lists c and rust, not '$a'" >&2
+		exit 2
+		;;
+	esac
+done
+driver_args=()
+for m in ${VFIO_DRIVER_TEST_MODES:-}; do
+	case "$m" in
+	vfio_type1_iommu | vfio_type1v2_iommu | iommufd_compat_type1 | iommufd_compat_type1v2 | iommufd)
+		driver_args+=(-v "$m")
+		;;
+	*)
+		echo "vfio-tests.sh: '$m' in VFIO_DRIVER_TEST_MODES is not an IOMMU mode of the VFIO selftests" >&2
+		exit 2
+		;;
+	esac
+done
 spare=/sys/kernel/debug/iommu_pt/spare_pfns
 tmp=$(mktemp -d)
 
@@ -100,6 +128,7 @@ if [ -n "$setup_error" ]; then
 fi
 echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_group")" | sed 's/^/iommu group /')), $mode mode, expecting $want_stage-stage tables"
 echo "# timeouts: each test's x$scale (KSFT_TIMEOUT_SCALE), ${TEST_TIMEOUT} s per binary"
+echo "# allocators: $allocators; vfio_pci_driver_test modes: ${VFIO_DRIVER_TEST_MODES:-all}"
 
 # One attach and map before measuring: structures the IOMMU driver creates
 # once per device and keeps (a scalable-mode PASID table) are not leaks.
@@ -111,7 +140,7 @@ status=0
 run_one() {
 	local alloc=$1 idx=$2 name=$3
 	local samples=$tmp/samples-$alloc-$name
-	local pages0 pages1 stages problems="" frames foreign seen rc sp idle_top
+	local pages0 pages1 stages problems="" frames foreign seen rc sp idle_top t0 args=()
 	local a0 h0 f0 o0 a1 h1 f1 o1
 
 	: >"$samples"
@@ -128,8 +157,11 @@ run_one() {
 		sampler "$samples" &
 	fi
 	sp=$!
+	[ "$name" != vfio_pci_driver_test ] || args=("${driver_args[@]}")
 	echo "        # Subtest: $name"
-	VFIO_SELFTESTS_BDF=$bdf timeout "$TEST_TIMEOUT" "$tests/$name" 2>&1 | sed 's/^/        /'
+	t0=$(date +%s)
+	VFIO_SELFTESTS_BDF=$bdf timeout "$TEST_TIMEOUT" "$tests/$name" "${args[@]}" 2>&1 |
+		sed -u 's/^/        /'
 	rc=${PIPESTATUS[0]}
 	kill "$sp"
 	wait "$sp" 2>/dev/null
@@ -160,7 +192,7 @@ run_one() {
 	if [ "$alloc" = rust ]; then
 		seen=$(awk -v idle="$idle_top" '$1 == "top" && $2 != idle { n++ } END { print n + 0 }' "$samples")
 	fi
-	local detail="nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}"
+	local detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}"
 
 	if [ "$alloc" = c ]; then
 		[ ! -e /sys/module/iommu_pt ] || problems="$problems; iommu_pt is loaded"
@@ -210,15 +242,25 @@ run_set() {
 }
 
 echo "KTAP version 1"
-echo "1..2"
-run_set c 1
-if insmod "$ko"; then
-	run_set rust 2
-	rmmod iommu_pt || status=1
-else
-	echo "not ok 2 vfio_${mode}_rust # insmod $ko failed"
-	status=1
-fi
+echo "1..$(echo $allocators | wc -w)"
+idx=0
+for a in $allocators; do
+	idx=$((idx + 1))
+	if [ "$a" = c ]; then
+		if [ -e /sys/module/iommu_pt ] && ! rmmod iommu_pt; then
+			echo "not ok $idx vfio_${mode}_c # cannot unload iommu_pt"
+			status=1
+			continue
+		fi
+		run_set c "$idx"
+	elif insmod "$ko"; then
+		run_set rust "$idx"
+		rmmod iommu_pt || status=1
+	else
+		echo "not ok $idx vfio_${mode}_rust # insmod $ko failed"
+		status=1
+	fi
+done
 rm -rf "$tmp"
 kernel_reports || status=1
 exit $status
