@@ -72,6 +72,15 @@ ksft_scale=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-1}
 case "$ksft_scale" in
 '' | *[!0-9]* | 0* | ?????*) die "IOMMU_PT_KSFT_TIMEOUT_SCALE is a whole factor from 1 to 9999, not '$ksft_scale'" ;;
 esac
+for a in ${IOMMU_PT_VFIO_ALLOCATORS:-c rust}; do
+	case "$a" in c | rust) ;; *) die "IOMMU_PT_VFIO_ALLOCATORS lists c and rust, not '$a'" ;; esac
+done
+for m in ${IOMMU_PT_VFIO_DRIVER_MODES:-}; do
+	case "$m" in
+	vfio_type1_iommu | vfio_type1v2_iommu | iommufd_compat_type1 | iommufd_compat_type1v2 | iommufd) ;;
+	*) die "IOMMU_PT_VFIO_DRIVER_MODES: '$m' is not an IOMMU mode of the VFIO selftests (vfio_type1_iommu, vfio_type1v2_iommu, iommufd_compat_type1, iommufd_compat_type1v2, iommufd)" ;;
+	esac
+done
 extra_append=${IOMMU_PT_APPEND:-}
 dma_append="$extra_append ${IOMMU_PT_APPEND_DMA:-}"
 # shellcheck disable=SC2206
