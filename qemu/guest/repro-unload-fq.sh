@@ -11,7 +11,9 @@
 # On the debug kernel, "pool c pool0" oopsed in the "c" phase (KASAN
 # quarantine, qlist_free_all, NULL pointer) right after iommu_pt was unloaded
 # while the port's DMA-FQ domain still had tables from the pool and the
-# domain was then replaced. Boot it with:
+# domain was then replaced; and "c c", with iommu_pt never loaded, oopsed the
+# same way in its first phase: the corruption does not need the pool. Boot
+# it with:
 #   IOMMU_PT_BUILD=$WORK/build-debug IOMMU_PT_MODULE_OUT=$WORK/module-debug \
 #   qemu/run-guest.sh --append "no5lvl iommu.debug_pagealloc=1" --dma-port -- \
 #     qemu/guest/repro-unload-fq.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
