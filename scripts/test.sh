@@ -69,18 +69,11 @@ want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 slow=${IOMMU_PT_SLOW:-1}
 case "$slow" in '' | *[!0-9]* | 0*) die "IOMMU_PT_SLOW is a whole factor >= 1, not '$slow'" ;; esac
 ksft_scale=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-1}
-case "$ksft_scale" in
-'' | *[!0-9]* | 0* | ?????*) die "IOMMU_PT_KSFT_TIMEOUT_SCALE is a whole factor from 1 to 9999, not '$ksft_scale'" ;;
-esac
-for a in ${IOMMU_PT_VFIO_ALLOCATORS:-c rust}; do
-	case "$a" in c | rust) ;; *) die "IOMMU_PT_VFIO_ALLOCATORS lists c and rust, not '$a'" ;; esac
-done
-for m in ${IOMMU_PT_VFIO_DRIVER_MODES:-}; do
-	case "$m" in
-	vfio_type1_iommu | vfio_type1v2_iommu | iommufd_compat_type1 | iommufd_compat_type1v2 | iommufd) ;;
-	*) die "IOMMU_PT_VFIO_DRIVER_MODES: '$m' is not an IOMMU mode of the VFIO selftests (vfio_type1_iommu, vfio_type1v2_iommu, iommufd_compat_type1, iommufd_compat_type1v2, iommufd)" ;;
-	esac
-done
+vfio_allocators=${IOMMU_PT_VFIO_ALLOCATORS:-c rust}
+vfio_driver_modes=${IOMMU_PT_VFIO_DRIVER_MODES:-}
+. "$REPO/qemu/guest/vfio-subset.sh"
+why=$(vfio_subset_check "$vfio_allocators" "$vfio_driver_modes" "$ksft_scale") ||
+	die "IOMMU_PT_VFIO_ALLOCATORS, IOMMU_PT_VFIO_DRIVER_MODES or IOMMU_PT_KSFT_TIMEOUT_SCALE: $why"
 extra_append=${IOMMU_PT_APPEND:-}
 dma_append="$extra_append ${IOMMU_PT_APPEND_DMA:-}"
 # shellcheck disable=SC2206
@@ -148,13 +141,12 @@ if want vfio; then
 	# IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
 	for mode in ${IOMMU_PT_VFIO_MODES:-legacy scalable}; do
 		log="$OUT/vfio-$mode.log"
-		for a in ${IOMMU_PT_VFIO_ALLOCATORS:-c rust}; do expect+=(--expect "vfio_${mode}_$a"); done
+		for a in $vfio_allocators; do expect+=(--expect "vfio_${mode}_$a"); done
 		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
 		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
 			--append "$hugepages $dma_append" -- \
 			env KSFT_TIMEOUT_SCALE="$ksft_scale" \
-			VFIO_ALLOCATORS="${IOMMU_PT_VFIO_ALLOCATORS:-c rust}" \
-			VFIO_DRIVER_TEST_MODES="${IOMMU_PT_VFIO_DRIVER_MODES:-}" \
+			VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
 			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
 			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin"
 		cat "$log" >>"$matrix"

@@ -51,35 +51,15 @@ SAMPLE_EVERY=2
 # KSFT_TIMEOUT_SCALE (read by the harness for each test's timeout, patch
 # 0017) scales the whole binary's timeout too.
 scale=${KSFT_TIMEOUT_SCALE:-1}
-case "$scale" in
-'' | *[!0-9]* | 0* | ?????*)
-	echo "vfio-tests.sh: KSFT_TIMEOUT_SCALE is a whole factor from 1 to 9999, not '$scale'" >&2
-	exit 2
-	;;
-esac
-TEST_TIMEOUT=$((1200 * scale))
 allocators=${VFIO_ALLOCATORS:-c rust}
-for a in $allocators; do
-	case "$a" in
-	c | rust) ;;
-	*)
-		echo "vfio-tests.sh: VFIO_ALLOCATORS lists c and rust, not '$a'" >&2
-		exit 2
-		;;
-	esac
-done
+. "$(dirname "$0")/vfio-subset.sh"
+if ! why=$(vfio_subset_check "$allocators" "${VFIO_DRIVER_TEST_MODES:-}" "$scale"); then
+	echo "vfio-tests.sh: VFIO_ALLOCATORS, VFIO_DRIVER_TEST_MODES or KSFT_TIMEOUT_SCALE: $why" >&2
+	exit 2
+fi
+TEST_TIMEOUT=$((1200 * scale))
 driver_args=()
-for m in ${VFIO_DRIVER_TEST_MODES:-}; do
-	case "$m" in
-	vfio_type1_iommu | vfio_type1v2_iommu | iommufd_compat_type1 | iommufd_compat_type1v2 | iommufd)
-		driver_args+=(-v "$m")
-		;;
-	*)
-		echo "vfio-tests.sh: '$m' in VFIO_DRIVER_TEST_MODES is not an IOMMU mode of the VFIO selftests" >&2
-		exit 2
-		;;
-	esac
-done
+for m in ${VFIO_DRIVER_TEST_MODES:-}; do driver_args+=(-v "$m"); done
 spare=/sys/kernel/debug/iommu_pt/spare_pfns
 tmp=$(mktemp -d)
 
