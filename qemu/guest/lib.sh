@@ -71,3 +71,32 @@ result() {
 		ktap_failures=$((ktap_failures + 1))
 	fi
 }
+
+# dma_port: the virtio port named iommu-pt.dma (vportNpM), once udev made
+# its device node; empty if there is none.
+dma_port() {
+	local n p i
+	for i in $(seq 1 20); do
+		for n in /sys/class/virtio-ports/*/name; do
+			[ "$(cat "$n" 2>/dev/null)" = iommu-pt.dma ] || continue
+			p=$(basename "$(dirname "$n")")
+			[ -c "/dev/$p" ] && { echo "$p"; return 0; }
+		done
+		sleep 0.5
+	done
+	return 1
+}
+
+# dma_fresh_domain BDF: a new DMA-FQ default domain for the group of BDF.
+# With no driver bound, writing "DMA" to a DMA-FQ group replaces its domain;
+# writing "DMA-FQ" to a DMA group only starts a flush queue on the same
+# domain, and writing the type a group has changes nothing. Hence: DMA-FQ
+# (whatever the group had), DMA (the new domain), DMA-FQ (its flush queue).
+dma_fresh_domain() {
+	local drv type=/sys/bus/pci/devices/$1/iommu_group/type
+	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$1/driver")")
+	echo "$1" >"/sys/bus/pci/drivers/$drv/unbind" &&
+		echo DMA-FQ >"$type" && echo DMA >"$type" && echo DMA-FQ >"$type" &&
+		echo "$1" >"/sys/bus/pci/drivers/$drv/bind" &&
+		[ "$(cat "$type")" = DMA-FQ ]
+}

@@ -26,17 +26,9 @@ ko=$1 bin=$2 secs=$3 order=$4
 quiet_console
 bdf=$(igb_bdf); bind_vfio_pci "$bdf" || { echo "bind failed"; exit 1; }
 vfio=$(vfio_cdev "$bdf")
-port=
-for n in /sys/class/virtio-ports/*/name; do [ "$(cat $n)" = iommu-pt.dma ] && port=$(basename $(dirname $n)); done
+port=$(dma_port) || { echo "no iommu-pt.dma port: boot with --dma-port"; exit 1; }
 dma_bdf=$(basename "$(dirname "$(readlink -f "/sys/class/virtio-ports/$port/device")")")
-fresh() {
-	local type=/sys/bus/pci/devices/$dma_bdf/iommu_group/type drv
-	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$dma_bdf/driver")")
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind"; echo DMA-FQ >$type; echo DMA >$type; echo DMA-FQ >$type
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind"; sleep 2
-	port=
-	for n in /sys/class/virtio-ports/*/name; do [ "$(cat $n)" = iommu-pt.dma ] && port=$(basename $(dirname $n)); done
-}
+fresh() { dma_fresh_domain "$dma_bdf" && sleep 2 && port=$(dma_port); }
 phase() {
 	local name=$1 traffic=$2 w0 w1 out
 	w0=$(dmesg | grep -c 'WARNING:')
