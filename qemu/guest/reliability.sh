@@ -262,16 +262,20 @@ pages_fresh=$(vmstat nr_iommu_pages)
 if [ "$dma_ok" -eq 1 ]; then
 	# Each write maps a buffer of 32 KiB for the device and unmaps it; 64
 	# writes per dd, and a write that cannot complete within 60 s fails.
-	coproc DMA { while timeout 60 dd if=/dev/zero of="/dev/$port" bs=32k count=64 \
-		status=none; do echo 64; done; echo failed; }
-	dma_pid=$DMA_PID
+	# Counted in a file, not a coproc's pipe: bash closes the pipe when it
+	# reaps the killed coproc, and what it held is then lost.
+	dma_log=$(mktemp)
+	{ while timeout 60 dd if=/dev/zero of="/dev/$port" bs=32k count=64 \
+		status=none; do echo 64 >>"$dma_log"; done; echo failed >>"$dma_log"; } &
+	dma_pid=$!
 fi
 out=$("$bin/stress-map" "$vfio" 3 8 "$STRESS_SECONDS" 2>&1)
 rc=$?
 if [ "$dma_ok" -eq 1 ]; then
 	kill "$dma_pid"
-	dma_out=$(cat <&"${DMA[0]}")
 	wait "$dma_pid" 2>/dev/null
+	dma_out=$(cat "$dma_log")
+	rm -f "$dma_log"
 	case "$dma_out" in *failed*) dma_ok=0 ;; esac
 	dma_writes=$(echo "$dma_out" | awk '$1 ~ /^[0-9]+$/ { n += $1 } END { print n + 0 }')
 	[ "$dma_writes" -gt 0 ] || dma_ok=0
