@@ -100,3 +100,35 @@ dma_fresh_domain() {
 		echo "$1" >"/sys/bus/pci/drivers/$drv/bind" &&
 		[ "$(cat "$type")" = DMA-FQ ]
 }
+
+# dma_writer_start PORT: lazy DMA-API traffic, in the background: writes of
+# 64 x 32 KiB to /dev/PORT (each 32 KiB write maps a buffer for the device and
+# unmaps it), each write bounded by 60 s, until dma_writer_stop. Counted in a
+# file, not a pipe: what a pipe held is lost when bash reaps its writer.
+dma_writer_start() {
+	dma_writer_stopfile=$(mktemp -u)
+	dma_writer_log=$(mktemp)
+	(
+		while [ ! -e "$dma_writer_stopfile" ]; do
+			timeout 60 dd if=/dev/zero of="/dev/$1" bs=32k count=64 status=none ||
+				{ echo failed; break; }
+			echo 64
+		done >>"$dma_writer_log"
+	) &
+	dma_writer_pid=$!
+}
+
+# dma_writer_stop: stops the writer after its current dd and waits for it
+# (no write outlives this call, so the port can be unbound next); sets
+# dma_writer_count to the number of 32 KiB writes. Fails if a write failed
+# or none completed. Not from a $(...) subshell: only this shell can wait.
+dma_writer_stop() {
+	local out
+	touch "$dma_writer_stopfile"
+	wait "$dma_writer_pid"
+	out=$(cat "$dma_writer_log")
+	rm -f "$dma_writer_stopfile" "$dma_writer_log"
+	dma_writer_count=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ { n += $1 } END { print n + 0 }')
+	case "$out" in *failed*) return 1 ;; esac
+	[ "$dma_writer_count" -gt 0 ]
+}
