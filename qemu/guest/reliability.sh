@@ -222,9 +222,8 @@ check_baseline memory_pressure_no_leak "$pages0"
 # stress-map in three domains while DMA-API writes go to the port in lazy
 # mode: its group's default domain, the one it booted with, gets a flush queue
 # in place (allowed with the driver bound). Tables that the traffic grows
-# under it (from the pool, or from C when the pool is empty) stay in that
-# domain, which lives on after the module is unloaded: the baseline grows by
-# them, counted in the port's live table (table-frames) with no write running.
+# under it come from the pool and stay in that domain, which lives on after
+# the module is unloaded: the baseline grows by them.
 # The port's driver is never unbound here: a rebind of virtio-pci on the
 # port, then DMA traffic (with or without stress-map), corrupts memory on this
 # kernel and QEMU with iommu_pt never loaded (the page at guest physical 4 GiB
@@ -255,9 +254,6 @@ if port=$(dma_port); then
 else
 	echo "# no iommu-pt.dma port: boot with qemu/run-guest.sh --dma-port"
 fi
-# port_tables: the number of page-table pages in the port's domain.
-port_tables() { "$bin/table-frames" "$dma_bdf" | grep -c '^table '; }
-[ "$dma_ok" -eq 1 ] && tables0=$(port_tables)
 # Each write maps a buffer of 32 KiB for the device and unmaps it.
 [ "$dma_ok" -eq 1 ] && dma_writer_start "$port"
 out=$("$bin/stress-map" "$vfio" 3 8 "$STRESS_SECONDS" 2>&1)
@@ -274,11 +270,9 @@ echo "# pool: hits +$(($(pool_stat hits) - h0)), fallbacks to C +$(($(pool_stat 
 [ "$rc" -eq 0 ] && [ "$dma_ok" -eq 1 ] && [ "$(pool_stat hits)" -gt "$h0" ]
 result $? concurrency_stress
 
-grown=0
-[ "$dma_ok" -eq 1 ] && grown=$(($(port_tables) - tables0))
-echo "# tables the traffic grew in the port's domain (they stay there): $grown," \
-	"$(pool_stat outstanding) table pages of the pool still in use"
+grown=$(pool_stat outstanding)
 rmmod iommu_pt
+echo "# tables grown in the port's domain from the pool (stay there): $grown"
 pages0=$((pages0 + grown))
 check_baseline concurrency_no_leak "$pages0"
 
