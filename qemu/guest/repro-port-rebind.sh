@@ -28,8 +28,11 @@
 #   "TS TS LTS LTS"     all clean (no unbind, strict then lazy)
 #   "RTS RTS RTS"       crash in the first phase: a rebind of the port's
 #                       driver is enough, no new domain, strict mode
-# So: a rebind of virtio-pci on the port, then DMA traffic while stress-map
-# runs. The pool plays no part. Boot it with:
+# and in reliability.sh's former scenario 3b, iommu_pt loaded: a new domain
+# (rebind), 30 s of traffic alone, then another rebind: crash in that
+# rebind's add_port(), the same page.
+# So: a rebind of virtio-pci on the port, then DMA traffic; stress-map makes
+# it come sooner. The pool plays no part. Boot it with:
 #   IOMMU_PT_BUILD=$WORK/build-debug IOMMU_PT_MODULE_OUT=$WORK/module-debug \
 #   qemu/run-guest.sh --append "no5lvl iommu.debug_pagealloc=1" --dma-port -- \
 #     qemu/guest/repro-port-rebind.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
