@@ -87,20 +87,6 @@ dma_port() {
 	return 1
 }
 
-# dma_fresh_domain BDF: a new DMA-FQ default domain for the group of BDF.
-# With no driver bound, writing "DMA" to a DMA-FQ group replaces its domain;
-# writing "DMA-FQ" to a DMA group only starts a flush queue on the same
-# domain, and writing the type a group has changes nothing. Hence: DMA-FQ
-# (whatever the group had), DMA (the new domain), DMA-FQ (its flush queue).
-dma_fresh_domain() {
-	local drv type=/sys/bus/pci/devices/$1/iommu_group/type
-	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$1/driver")")
-	echo "$1" >"/sys/bus/pci/drivers/$drv/unbind" &&
-		echo DMA-FQ >"$type" && echo DMA >"$type" && echo DMA-FQ >"$type" &&
-		echo "$1" >"/sys/bus/pci/drivers/$drv/bind" &&
-		[ "$(cat "$type")" = DMA-FQ ]
-}
-
 # dma_writer_start PORT: lazy DMA-API traffic, in the background: writes of
 # 64 x 32 KiB to /dev/PORT (each 32 KiB write maps a buffer for the device and
 # unmaps it), each write bounded by 60 s, until dma_writer_stop. Counted in a

@@ -5,7 +5,7 @@
 # of ORDER is a phase of SECONDS, made of letters, run in this order:
 #   P  load iommu_pt first (if not loaded); U  unload it first
 #   F  give the virtio port iommu-pt.dma a fresh DMA-FQ default domain
-#      (unbind, group type DMA-FQ/DMA/DMA-FQ, bind: dma_fresh_domain)
+#      (unbind, group type DMA-FQ/DMA/DMA-FQ, bind)
 #   D  give the port a fresh strict DMA default domain (as F, without the
 #      flush queue)
 #   R  unbind the port's driver and bind it again, the domain unchanged
@@ -48,18 +48,18 @@ vfio=$(vfio_cdev "$bdf")
 port=$(dma_port) || { echo "no iommu-pt.dma port: boot with --dma-port"; exit 1; }
 dma_bdf=$(basename "$(dirname "$(readlink -f "/sys/class/virtio-ports/$port/device")")")
 type=/sys/bus/pci/devices/$dma_bdf/iommu_group/type
-dma_fresh_strict() {
-	local drv
+# rebind [TYPE...]: unbinds the port's driver, writes each TYPE to its group's
+# type and binds the driver again. With no driver bound, writing "DMA" to a
+# DMA-FQ group replaces its domain; "DMA-FQ" on a DMA group only starts a flush
+# queue on the same domain; the type a group has changes nothing.
+rebind() {
+	local drv t
 	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$dma_bdf/driver")")
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind" &&
-		echo DMA-FQ >"$type" && echo DMA >"$type" &&
-		echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind"
-}
-dma_rebind() {
-	local drv
-	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$dma_bdf/driver")")
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind" &&
-		echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind"
+	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind" || return 1
+	for t in "$@"; do
+		echo "$t" >"$type" || return 1
+	done
+	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind" && sleep 2 && port=$(dma_port)
 }
 reports() { dmesg | grep -cE 'WARNING:|BUG:|Oops'; }
 
@@ -68,12 +68,9 @@ phase() {
 	r0=$(reports)
 	case $spec in *U*) rmmod iommu_pt 2>/dev/null ;; esac
 	case $spec in *P*) [ -e /sys/module/iommu_pt ] || insmod "$ko" ;; esac
-	case $spec in *F*) dma_fresh_domain "$dma_bdf" && sleep 2 && port=$(dma_port) ||
-		echo "# fresh domain failed" ;; esac
-	case $spec in *D*) dma_fresh_strict && sleep 2 && port=$(dma_port) ||
-		echo "# fresh strict domain failed" ;; esac
-	case $spec in *R*) dma_rebind && sleep 2 && port=$(dma_port) ||
-		echo "# rebind failed" ;; esac
+	case $spec in *F*) rebind DMA-FQ DMA DMA-FQ || echo "# new DMA-FQ domain failed" ;; esac
+	case $spec in *D*) rebind DMA-FQ DMA || echo "# new DMA domain failed" ;; esac
+	case $spec in *R*) rebind || echo "# rebind failed" ;; esac
 	case $spec in *L*) echo DMA-FQ >"$type" || echo "# live DMA-FQ failed" ;; esac
 	case $spec in *T*) dma_writer_start "$port" ;; esac
 	case $spec in
