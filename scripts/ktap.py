@@ -10,7 +10,8 @@ the leaf results under that test as passed/failed/skipped, and a second-level
 test without subtests shows ok, FAIL or skip.
 Exits non-zero if a test failed, a suite ran fewer tests than it planned, a
 suite named with --expect did not run, or the log shows a kernel WARNING, BUG,
-Oops, KASAN report or panic.
+Oops, KASAN report, hung task or panic. The lines that follow each of the first
+few reports are printed, since the log itself may not outlive the run.
 """
 
 import argparse
@@ -21,7 +22,10 @@ import sys
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s?)?")
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)(?: (?:- )?(?P<name>[^#]*?))?\s*(?:#\s*(?P<directive>\w+)(?P<reason>.*))?$")
 PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*$")
-KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context)")
+KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context|blocked for more than \d+ seconds)")
+# Lines printed after each of the first REPORTS_SHOWN kernel reports.
+REPORT_CONTEXT = 30
+REPORTS_SHOWN = 3
 
 
 class Suite:
@@ -33,8 +37,14 @@ class Suite:
 
 
 def parse(lines, verbose):
-    """Returns (suites, problems) for the KTAP output in lines."""
+    """Returns (suites, problems, contexts) for the KTAP output in lines.
+
+    contexts holds, for each of the first REPORTS_SHOWN kernel reports, the
+    report's line and the REPORT_CONTEXT lines after it.
+    """
     problems = []
+    contexts = []
+    context_left = 0
     suites = []
     # For each nesting depth: did a result line appear at the next depth since
     # the last result at this depth (then this one is a parent, not a leaf)?
@@ -47,8 +57,14 @@ def parse(lines, verbose):
     items = []
     for raw in lines:
         line = PREFIX.sub("", raw.rstrip("\r\n"))
+        if context_left:
+            contexts[-1].append(raw.rstrip("\r\n"))
+            context_left -= 1
         if KERNEL_REPORT.search(line):
             problems.append("kernel report: " + line.strip())
+            if not context_left and len(contexts) < REPORTS_SHOWN:
+                contexts.append([raw.rstrip("\r\n")])
+                context_left = REPORT_CONTEXT
         m = PLAN.match(line)
         if m:
             depth = len(m["indent"].expandtabs(4)) // 4
@@ -111,7 +127,7 @@ def parse(lines, verbose):
     if current is not None:
         problems.append("output ended inside a suite: the kernel crashed or the boot was cut short")
         suites.append(current)
-    return suites, problems
+    return suites, problems, contexts
 
 
 def tally(suite, status, directive):
@@ -165,7 +181,7 @@ def main():
     args = ap.parse_args()
 
     with open(args.log, errors="replace") as f:
-        suites, problems = parse(f, not args.quiet)
+        suites, problems, contexts = parse(f, not args.quiet)
 
     names = {s.name for s in suites}
     for want in args.expect:
@@ -180,6 +196,10 @@ def main():
         table(suites, args.table)
     for p in problems:
         print(f"PROBLEM: {p}")
+    for c in contexts:
+        print(f"kernel report in {args.log}:")
+        for line in c:
+            print(f"  | {line}")
     passed = sum(s.passed for s in suites)
     failed = sum(s.failed for s in suites)
     skipped = sum(s.skipped for s in suites)
