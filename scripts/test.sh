@@ -96,11 +96,15 @@ fi
 mkdir -p "$OUT"
 
 # boot WHAT RUN-GUEST-ARGS... -- COMMAND...: one guest boot; a guest that does
-# not exit 0 fails the run. The command runs under IOMMU_PT_GUEST_WRAP.
+# not exit 0 fails the run, and the last lines of its log are printed, since
+# the log stays behind in $OUT, which a CI run does not keep. The command runs
+# under IOMMU_PT_GUEST_WRAP.
+TAIL_LINES=60
 boot() {
-	local what=$1 status=0 args=()
+	local what=$1 status=0 args=() log=""
 	shift
 	while [ "$1" != -- ]; do
+		[ "$1" != --log ] || log=$2
 		args+=("$1")
 		shift
 	done
@@ -109,6 +113,10 @@ boot() {
 	if [ "$status" -ne 0 ]; then
 		warn "the $what boot's guest exited with status $status"
 		verdict=1
+		if [ -n "$log" ] && [ -f "$log" ]; then
+			warn "the last $TAIL_LINES lines of $log:"
+			tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
+		fi
 	fi
 }
 
