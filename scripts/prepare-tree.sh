@@ -63,7 +63,10 @@ cd "$SRC"
 mapfile -t patches < <(ls "$REPO"/patches/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
 want=$(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)
 # The stamp holds the patches' hash and the commit they produced.
-read -r have have_commit <.iommu-pt-patches 2>/dev/null || true
+have="" have_commit=""
+if [ -f .iommu-pt-patches ]; then
+	read -r have have_commit <.iommu-pt-patches || true
+fi
 
 if [ "$want" = "${have:-}" ] && [ "$(git rev-parse HEAD)" = "${have_commit:-}" ] &&
 	[ -z "$(git status --porcelain --untracked-files=no)" ]; then
