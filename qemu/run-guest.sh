@@ -55,8 +55,12 @@ mkdir -p "$OUT" "$ROOT$GUEST_WORK" "$ROOT$GUEST_REPO"
 kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
 
-# Strict mode: every unmap is flushed before the call returns.
-cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 $append"
+# Strict mode: every unmap is flushed before the call returns. A task
+# blocked for longer than the hung task timeout (guest.config) panics the
+# guest, which then exits with the task's stack on the console (the report
+# sets the console verbose, past the tests' quiet_console), instead of
+# waiting out --timeout in silence.
+cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1 $append"
 iommu="intel-iommu,intremap=on"
 case "$mode" in
 legacy) ;;
