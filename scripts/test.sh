@@ -154,7 +154,7 @@ if want vfio; then
 		log="$OUT/vfio-$mode.log"
 		for a in $vfio_allocators; do expect+=(--expect "vfio_${mode}_$a"); done
 		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
-		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((2700 * slow)) \
+		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((1800 * slow)) \
 			--append "$hugepages $dma_append" -- \
 			env KSFT_TIMEOUT_SCALE="$ksft_scale" \
 			VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
