@@ -26,6 +26,11 @@ KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmem
 # Lines printed after each of the first REPORTS_SHOWN kernel reports.
 REPORT_CONTEXT = 30
 REPORTS_SHOWN = 3
+# Of the first FAILURES_SHOWN failed tests, the last FAILURE_CONTEXT lines
+# printed between the result before and the failed result: the test's own
+# diagnostics (an assertion, the values it saw).
+FAILURE_CONTEXT = 20
+FAILURES_SHOWN = 5
 
 
 class Suite:
@@ -39,12 +44,17 @@ class Suite:
 def parse(lines, verbose):
     """Returns (suites, problems, contexts) for the KTAP output in lines.
 
-    contexts holds, for each of the first REPORTS_SHOWN kernel reports, the
-    report's line and the REPORT_CONTEXT lines after it.
+    contexts holds (title, lines): for each of the first REPORTS_SHOWN kernel
+    reports, the report's line and the REPORT_CONTEXT lines after it; for each
+    of the first FAILURES_SHOWN failed tests, the lines the test printed
+    before its result.
     """
     problems = []
     contexts = []
+    reports = failures = 0
     context_left = 0
+    # The lines since the last result line.
+    since_result = []
     suites = []
     # For each nesting depth: did a result line appear at the next depth since
     # the last result at this depth (then this one is a parent, not a leaf)?
@@ -58,12 +68,14 @@ def parse(lines, verbose):
     for raw in lines:
         line = PREFIX.sub("", raw.rstrip("\r\n"))
         if context_left:
-            contexts[-1].append(raw.rstrip("\r\n"))
+            report_lines.append(raw.rstrip("\r\n"))
             context_left -= 1
         if KERNEL_REPORT.search(line):
             problems.append("kernel report: " + line.strip())
-            if not context_left and len(contexts) < REPORTS_SHOWN:
-                contexts.append([raw.rstrip("\r\n")])
+            if not context_left and reports < REPORTS_SHOWN:
+                reports += 1
+                report_lines = [raw.rstrip("\r\n")]
+                contexts.append(("kernel report", report_lines))
                 context_left = REPORT_CONTEXT
         m = PLAN.match(line)
         if m:
@@ -74,7 +86,14 @@ def parse(lines, verbose):
             continue
         m = RESULT.match(line)
         if not m:
+            since_result.append(raw.rstrip("\r\n"))
             continue
+        before, since_result = since_result, []
+        if (m["status"] == "not ok" and (m["directive"] or "").upper() != "SKIP"
+                and before and failures < FAILURES_SHOWN):
+            failures += 1
+            contexts.append((f"failed test {m['name']}, its last lines",
+                             before[-FAILURE_CONTEXT:]))
         depth = len(m["indent"].expandtabs(4)) // 4
         results_at[depth] = results_at.get(depth, 0) + 1
         leaf = not child_seen.get(depth + 1, False)
@@ -196,9 +215,9 @@ def main():
         table(suites, args.table)
     for p in problems:
         print(f"PROBLEM: {p}")
-    for c in contexts:
-        print(f"kernel report in {args.log}:")
-        for line in c:
+    for title, lines in contexts:
+        print(f"{title} in {args.log}:")
+        for line in lines:
             print(f"  | {line}")
     passed = sum(s.passed for s in suites)
     failed = sum(s.failed for s in suites)
