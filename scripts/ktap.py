@@ -22,7 +22,7 @@ import sys
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s?)?")
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)(?: (?:- )?(?P<name>[^#]*?))?\s*(?:#\s*(?P<directive>\w+)(?P<reason>.*))?$")
 PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*$")
-KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context|blocked for more than \d+ seconds)")
+KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context|blocked(?: in I/O wait)? for more than \d+ seconds)")
 # Lines printed after each of the first REPORTS_SHOWN kernel reports.
 REPORT_CONTEXT = 30
 REPORTS_SHOWN = 3
@@ -89,14 +89,14 @@ def parse(lines, verbose):
             since_result.append(raw.rstrip("\r\n"))
             continue
         before, since_result = since_result, []
-        if (m["status"] == "not ok" and (m["directive"] or "").upper() != "SKIP"
+        depth = len(m["indent"].expandtabs(4)) // 4
+        results_at[depth] = results_at.get(depth, 0) + 1
+        leaf = not child_seen.get(depth + 1, False)
+        if (leaf and m["status"] == "not ok" and (m["directive"] or "").upper() != "SKIP"
                 and before and failures < FAILURES_SHOWN):
             failures += 1
             contexts.append((f"failed test {m['name']}, its last lines",
                              before[-FAILURE_CONTEXT:]))
-        depth = len(m["indent"].expandtabs(4)) // 4
-        results_at[depth] = results_at.get(depth, 0) + 1
-        leaf = not child_seen.get(depth + 1, False)
         if not leaf:
             planned = plans.get(depth + 1)
             ran = results_at.get(depth + 1, 0)

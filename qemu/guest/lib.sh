@@ -6,7 +6,7 @@ IGB_ID=0x8086:0x10c9
 POOL_STATS=/sys/kernel/debug/iommu_pt/stats
 # What the kernel log may not contain: warnings, oopses, KASAN, lockdep and
 # might_sleep reports, hung tasks.
-KERNEL_REPORT='WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|recursive locking\|sleeping function\|blocked for more than'
+KERNEL_REPORT='WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|recursive locking\|sleeping function\|blocked.*for more than'
 
 # Prints the PCI address of the igb, or nothing.
 igb_bdf() {
