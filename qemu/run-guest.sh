@@ -56,11 +56,14 @@ kernel=$BUILD/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no guest kernel at $kernel; run scripts/build-kernel.sh"
 
 # Strict mode: every unmap is flushed before the call returns. A task
-# blocked for longer than the hung task timeout (guest.config) panics the
-# guest, which then exits with the task's stack on the console (the report
-# sets the console verbose, past the tests' quiet_console), instead of
-# waiting out --timeout in silence.
-cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1 $append"
+# blocked (D state) for longer than the hung task timeout (guest.config)
+# panics the guest once userspace runs (a sysctl), which then exits with
+# the task's stack on the console (the report sets the console verbose,
+# past the tests' quiet_console) instead of waiting out --timeout in
+# silence; the panic replays the whole kernel log, messages kept off the
+# console before it included. The detector checks once per timeout, so
+# the panic comes one to two timeouts after the task blocked.
+cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1 panic_console_replay=1 $append"
 iommu="intel-iommu,intremap=on"
 case "$mode" in
 legacy) ;;
