@@ -135,7 +135,7 @@ KUNIT_SUITES=(
 if want kunit; then
 	log="$OUT/kunit-boot.log"
 	log "stage kunit: KUnit boot (log: $log)"
-	boot KUnit --log "$log" --timeout $((1800 * slow)) --append "kunit.enable=1 $extra_append" -- \
+	boot KUnit --log "$log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
 		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
 	expect=()
 	for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done

@@ -57,7 +57,7 @@ if ! why=$(vfio_subset_check "$allocators" "${VFIO_DRIVER_TEST_MODES:-}" "$scale
 	echo "vfio-tests.sh: VFIO_ALLOCATORS, VFIO_DRIVER_TEST_MODES or KSFT_TIMEOUT_SCALE: $why" >&2
 	exit 2
 fi
-TEST_TIMEOUT=$((900 * scale))
+TEST_TIMEOUT=$((600 * scale))
 driver_args=()
 for m in ${VFIO_DRIVER_TEST_MODES:-}; do driver_args+=(-v "$m"); done
 spare=/sys/kernel/debug/iommu_pt/spare_pfns
