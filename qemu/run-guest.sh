@@ -60,10 +60,12 @@ kernel=$BUILD/arch/x86/boot/bzImage
 # panics the guest once userspace runs (a sysctl), which then exits with
 # the task's stack on the console (the report sets the console verbose,
 # past the tests' quiet_console) instead of waiting out --timeout in
-# silence; the panic replays the whole kernel log, messages kept off the
-# console before it included. The detector checks once per timeout, so
+# silence; before the panic, every CPU's backtrace says what the others
+# were doing, and the panic replays the whole kernel log, messages kept off
+# the console before it included. The detector checks once per timeout, so
 # the panic comes one to two timeouts after the task blocked.
-cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1 panic_console_replay=1 $append"
+cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1"
+cmdline="$cmdline sysctl.kernel.hung_task_all_cpu_backtrace=1 panic_console_replay=1 $append"
 iommu="intel-iommu,intremap=on"
 case "$mode" in
 legacy) ;;

@@ -102,7 +102,7 @@ mkdir -p "$OUT"
 # not exit 0 fails the run, and the last lines of its log are printed, since
 # the log stays behind in $OUT, which a CI run does not keep. The command runs
 # under IOMMU_PT_GUEST_WRAP.
-TAIL_LINES=60
+TAIL_LINES=150
 boot() {
 	local what=$1 status=0 args=() log=""
 	shift
