@@ -68,7 +68,7 @@ if [ -f .iommu-pt-patches ]; then
 	read -r have have_commit <.iommu-pt-patches || true
 fi
 
-if [ "$want" = "${have:-}" ] && [ "$(git rev-parse HEAD)" = "${have_commit:-}" ] &&
+if [ "$want" = "$have" ] && [ "$(git rev-parse HEAD)" = "$have_commit" ] &&
 	[ -z "$(git status --porcelain --untracked-files=no)" ]; then
 	log "tree $SRC up to date: $(cat .iommu-pt-base) + ${#patches[@]} patches ($(($(now) - start)) s)"
 	exit 0

@@ -75,9 +75,10 @@ vfio_driver_modes=${IOMMU_PT_VFIO_DRIVER_MODES:-}
 why=$(vfio_subset_check "$vfio_allocators" "$vfio_driver_modes" "$ksft_scale") ||
 	die "IOMMU_PT_VFIO_ALLOCATORS, IOMMU_PT_VFIO_DRIVER_MODES or IOMMU_PT_KSFT_TIMEOUT_SCALE: $why"
 extra_append=${IOMMU_PT_APPEND:-}
-# A slow kernel may block a task for longer than the 120 s the hung task
-# detector (which panics these guests, qemu/run-guest.sh) allows by default.
-[ "$slow" -eq 1 ] || extra_append="sysctl.kernel.hung_task_timeout_secs=$((120 * slow)) $extra_append"
+# A slow kernel may block a task for longer than the hung task detector
+# (which panics these guests, qemu/run-guest.sh) allows by default.
+hung_timeout=$(sed -n 's/^CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=//p' "$REPO/qemu/guest.config")
+[ "$slow" -eq 1 ] || extra_append="sysctl.kernel.hung_task_timeout_secs=$((hung_timeout * slow)) $extra_append"
 dma_append="$extra_append ${IOMMU_PT_APPEND_DMA:-}"
 # shellcheck disable=SC2206
 wrap=(${IOMMU_PT_GUEST_WRAP:-})
