@@ -33,6 +33,8 @@ if ! cmp -s "$merged.new" "$merged" || [ ! -f "$BUILD/.config" ]; then
 		die "the root's Rust toolchain cannot build this kernel (make rustavailable failed)"
 	kmake -s KCONFIG_ALLCONFIG="$merged.new" allnoconfig
 	# Every option we ask for must have survived dependency resolution.
+	# A later fragment overrides an earlier one: check each option's last
+	# assignment only.
 	missing=0
 	while IFS= read -r line; do
 		case "$line" in
@@ -50,7 +52,8 @@ if ! cmp -s "$merged.new" "$merged" || [ ! -f "$BUILD/.config" ]; then
 			fi
 			;;
 		esac
-	done <"$merged.new"
+	done < <(awk -F= '/^CONFIG_/ { if (!($1 in last)) order[n++] = $1; last[$1] = $0 }
+			END { for (i = 0; i < n; i++) print last[order[i]] }' "$merged.new")
 	[ "$missing" -eq 0 ] || die "the kernel configuration lacks options the tests need (see warnings above)"
 	mv "$merged.new" "$merged"
 else
