@@ -5,7 +5,8 @@
 # $IOMMU_PT_CACHE/work/build) from the patched tree, inside the toolchain root.
 #
 # The configuration is allnoconfig plus qemu/guest.config (and any fragment
-# named in $IOMMU_PT_CONFIG_EXTRA). It is regenerated only when a fragment
+# named in $IOMMU_PT_CONFIG_EXTRA, which may override it), merged by the
+# kernel's scripts/kconfig/merge_config.sh. It is regenerated only when a fragment
 # changes; the build itself is make's incremental build.
 
 . "$(dirname "$0")/lib.sh"
@@ -31,30 +32,15 @@ if ! cmp -s "$merged.new" "$merged" || [ ! -f "$BUILD/.config" ]; then
 	log "configuring: allnoconfig + ${fragments[*]##*/}"
 	kmake -s rustavailable >/dev/null ||
 		die "the root's Rust toolchain cannot build this kernel (make rustavailable failed)"
-	kmake -s KCONFIG_ALLCONFIG="$merged.new" allnoconfig
-	# Every option we ask for must have survived dependency resolution.
-	# A later fragment overrides an earlier one: check each option's last
-	# assignment only.
-	missing=0
-	while IFS= read -r line; do
-		case "$line" in
-		CONFIG_*=n)
-			opt=${line%=n}
-			if grep -q "^$opt=" "$BUILD/.config"; then
-				warn "$opt is set but the fragment asks for n"
-				missing=1
-			fi
-			;;
-		CONFIG_*)
-			if ! grep -qx "$line" "$BUILD/.config"; then
-				warn "$line did not survive: $(grep "^${line%%=*}=" "$BUILD/.config" || echo "${line%%=*} is not set")"
-				missing=1
-			fi
-			;;
-		esac
-	done < <(awk -F= '/^CONFIG_/ { if (!($1 in last)) order[n++] = $1; last[$1] = $0 }
-			END { for (i = 0; i < n; i++) print last[order[i]] }' "$merged.new")
-	[ "$missing" -eq 0 ] || die "the kernel configuration lacks options the tests need (see warnings above)"
+	# The kernel's merge_config.sh: later fragments override earlier ones,
+	# allnoconfig fills in the rest, and it warns about every option whose
+	# requested value did not survive dependency resolution. Those must not.
+	out=$(in_root /bin/sh -c 'cd "$1" && shift && LLVM=1 exec scripts/kconfig/merge_config.sh "$@"' \
+		merge "$SRC" -n -O "$BUILD" "${fragments[@]}" 2>&1) ||
+		die "merge_config.sh failed: $out"
+	if grep -A2 -E '^WARNING: (Value requested for|CONFIG_[A-Za-z0-9_]+ differs)' <<<"$out" >&2; then
+		die "the kernel configuration lacks options the tests need (see above)"
+	fi
 	mv "$merged.new" "$merged"
 else
 	rm -f "$merged.new"
