@@ -8,7 +8,7 @@
 #
 # usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--cpus N]
 #                          [--dma-port] [--append ARGS] [--log FILE]
-#                          [--timeout SECONDS] -- COMMAND...
+#                          [--timeout SECONDS] [--silence SECONDS] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
@@ -18,6 +18,11 @@
 # --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
 #                  with a port named iommu-pt.dma whose output QEMU discards:
 #                  writing to it is DMA-API traffic (map and unmap per write)
+# --silence S      with --log: a log that does not grow for S seconds (default
+#                  600; 0: never) is a hung guest: qemu/watch-guest.sh records
+#                  QEMU's view of it (vCPUs, local APICs, QEMU's threads) in
+#                  FILE.hang, printed on stderr, and NMIs the guest, which
+#                  panics into FILE with its own (tasks, backtraces, timers)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
@@ -33,6 +38,7 @@ dma_port=0
 append=""
 logfile=""
 timeout=1800
+silence=${IOMMU_PT_SILENCE:-600}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
@@ -42,12 +48,14 @@ while [ $# -gt 0 ]; do
 	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
 	--timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
+	--silence) silence=${2:?--silence needs seconds}; shift 2 ;;
 	--) shift; break ;;
 	*) die "run-guest.sh: unknown argument '$1' (see the usage at the top of qemu/run-guest.sh)" ;;
 	esac
 done
 [ $# -gt 0 ] || die "run-guest.sh: no guest command given after --"
 case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
+case "$silence" in '' | *[!0-9]*) die "run-guest.sh: --silence (IOMMU_PT_SILENCE) takes whole seconds, not '$silence'" ;; esac
 case "$cpus" in '' | *[!0-9]* | 0) die "run-guest.sh: --cpus takes a number of vCPUs >= 1, not '$cpus'" ;; esac
 
 need_root
@@ -63,9 +71,12 @@ kernel=$BUILD/arch/x86/boot/bzImage
 # silence; before the panic, every CPU's backtrace says what the others
 # were doing, and the panic replays the whole kernel log, messages kept off
 # the console before it included. The detector checks once per timeout, so
-# the panic comes one to two timeouts after the task blocked.
+# the panic comes one to two timeouts after the task blocked. An NMI from
+# the host (qemu/watch-guest.sh, when the guest goes quiet) panics it too;
+# every panic prints all tasks' stacks, every CPU's backtrace and the timers.
 cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1"
-cmdline="$cmdline sysctl.kernel.hung_task_all_cpu_backtrace=1 panic_console_replay=1 $append"
+cmdline="$cmdline sysctl.kernel.hung_task_all_cpu_backtrace=1 panic_console_replay=1"
+cmdline="$cmdline unknown_nmi_panic panic_sys_info=tasks,timers,all_bt $append"
 iommu="intel-iommu,intremap=on"
 case "$mode" in
 legacy) ;;
@@ -85,6 +96,9 @@ esac
 log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, $cpus vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
+# QMP, for qemu/watch-guest.sh; under $OUT, which the root shares with the host.
+qmp_sock=$OUT/qmp-$$.sock
+qemu_opts="$qemu_opts -qmp unix:$qmp_sock,server=on,wait=off"
 if [ "$dma_port" -eq 1 ]; then
 	qemu_opts="$qemu_opts -device virtio-serial-pci,id=iommu_pt_dma,iommu_platform=on,disable-legacy=on"
 	# Not "-chardev null": a null backend never reports itself open, and a
@@ -113,6 +127,12 @@ start=$(now)
 status=0
 if [ -n "$logfile" ]; then
 	mkdir -p "$(dirname "$logfile")"
+	rm -f "$logfile.hang"
+	watcher=""
+	if [ "$silence" -gt 0 ]; then
+		"$REPO/qemu/watch-guest.sh" "$logfile" "$qmp_sock" "$silence" "$logfile.hang" &
+		watcher=$!
+	fi
 	for attempt in 1 2; do
 		# Through a pipe, not straight into the file: QEMU opens its console
 		# output again by name, and two descriptions of one file have two
@@ -132,9 +152,17 @@ if [ -n "$logfile" ]; then
 		mv "$logfile" "$logfile.no-ports"
 		warn "virtme-init found no console ports (udev too slow; see $logfile.no-ports): booting again"
 	done
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
+	wait 2>/dev/null || true
+	if [ -f "$logfile.hang" ]; then
+		warn "the guest went quiet for $silence s; QEMU's view of it ($logfile.hang):"
+		sed 's/^/  # /' "$logfile.hang" >&2
+		[ "$status" -ne 0 ] || status=1
+	fi
 else
 	(cd "$REPO" && in_root timeout --kill-after=30 "$timeout" "${args[@]}") </dev/null || status=$?
 fi
+rm -f "$qmp_sock"
 [ "$status" -ne 124 ] || warn "the guest did not finish within $timeout s and was stopped"
 log "guest exited with status $status after $(($(now) - start)) s"
 exit "$status"

@@ -4,7 +4,7 @@
 # The test command: set up the toolchain root, prepare the patched tree,
 # build the guest kernel (all incremental), then boot it and run the tests.
 #
-# usage: scripts/test.sh [--skip-build] [--stages LIST]
+# usage: scripts/test.sh [--skip-build] [--skip-style] [--stages LIST]
 #
 # --stages takes a comma-separated subset of kunit,vfio,reliability (default:
 # all three).
@@ -50,10 +50,12 @@
 . "$(dirname "$0")/lib.sh"
 
 skip_build=0
+skip_style=0
 stages=kunit,vfio,reliability
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--skip-build) skip_build=1; shift ;;
+	--skip-style) skip_style=1; shift ;;
 	--stages) stages=${2:?--stages needs a list such as kunit,vfio}; shift 2 ;;
 	-h | --help) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "test.sh: unknown argument '$1' (try --help)" ;;
@@ -80,6 +82,10 @@ extra_append=${IOMMU_PT_APPEND:-}
 hung_timeout=$(sed -n 's/^CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=//p' "$REPO/qemu/guest.config")
 [ "$slow" -eq 1 ] || extra_append="sysctl.kernel.hung_task_timeout_secs=$((hung_timeout * slow)) $extra_append"
 dma_append="$extra_append ${IOMMU_PT_APPEND_DMA:-}"
+# A guest whose log stays still this long has hung (qemu/watch-guest.sh).
+silence=${IOMMU_PT_SILENCE:-600}
+case "$silence" in '' | *[!0-9]*) die "IOMMU_PT_SILENCE takes whole seconds, not '$silence'" ;; esac
+export IOMMU_PT_SILENCE=$((silence * slow))
 # shellcheck disable=SC2206
 wrap=(${IOMMU_PT_GUEST_WRAP:-})
 
@@ -90,7 +96,7 @@ t_built=$(now)
 
 # Stage 0: kernel style (rustfmt, clippy, checkpatch --strict on our patches).
 style=0
-"$REPO/scripts/check-style.sh" || style=1
+[ "$skip_style" -eq 1 ] || "$REPO/scripts/check-style.sh" || style=1
 
 verdict=0
 if [ "$style" -ne 0 ]; then
@@ -104,6 +110,7 @@ mkdir -p "$OUT"
 # the log stays behind in $OUT, which a CI run does not keep. The command runs
 # under IOMMU_PT_GUEST_WRAP.
 TAIL_LINES=150
+PANIC_LINES=400
 boot() {
 	local what=$1 status=0 args=() log=""
 	shift
@@ -118,6 +125,12 @@ boot() {
 		warn "the $what boot's guest exited with status $status"
 		verdict=1
 		if [ -n "$log" ] && [ -f "$log" ]; then
+			# A panic (hung task, or the NMI of a guest gone quiet) prints
+			# the tasks, backtraces and timers, then replays the whole log.
+			if grep -q 'Kernel panic - not syncing' "$log"; then
+				warn "the guest's panic and what it printed (first $PANIC_LINES lines):"
+				sed -n '/Kernel panic - not syncing/,$p' "$log" | head -n "$PANIC_LINES" | sed 's/^/  | /'
+			fi
 			warn "the last $TAIL_LINES lines of $log:"
 			tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
 		fi
