@@ -48,6 +48,10 @@ module! {
             default: 256,
             description: "Refill a node's pool up to this many pages (> low, <= capacity)",
         },
+        zero_check: u32 {
+            default: 0,
+            description: "1: check that every table freed as all zero is, counting failures (0 or 1)",
+        },
     },
 }
 
@@ -67,6 +71,7 @@ impl kernel::Module for IommuPtModule {
             module_parameters::capacity.value(),
             module_parameters::low_watermark.value(),
             module_parameters::high_watermark.value(),
+            module_parameters::zero_check.value(),
         )?;
         pool::init(limits)?;
 

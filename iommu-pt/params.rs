@@ -7,7 +7,8 @@ use kernel::prelude::*;
 /// The most pages a node's pool may hold: 1 GiB of 4 KiB pages.
 pub(crate) const MAX_CAPACITY: u32 = 1 << 18;
 
-/// The pool's size limits, in pages per NUMA node.
+/// The pool's size limits, in pages per NUMA node, and whether it checks the tables freed as all
+/// zero.
 ///
 /// # Invariants
 ///
@@ -17,11 +18,12 @@ pub(crate) struct Limits {
     capacity: usize,
     low: usize,
     high: usize,
+    zero_check: bool,
 }
 
 impl Limits {
     /// Checks the parameters, saying which one is wrong if any is.
-    pub(crate) fn new(capacity: u32, low: u32, high: u32) -> Result<Self> {
+    pub(crate) fn new(capacity: u32, low: u32, high: u32, zero_check: u32) -> Result<Self> {
         if capacity == 0 || capacity > MAX_CAPACITY {
             pr_err!("capacity={capacity} is out of range: 1..={MAX_CAPACITY} pages per node\n");
             return Err(EINVAL);
@@ -38,12 +40,17 @@ impl Limits {
             pr_err!("high_watermark={high} must not exceed capacity={capacity}\n");
             return Err(EINVAL);
         }
+        if zero_check > 1 {
+            pr_err!("zero_check={zero_check}: use 0 (off) or 1 (on)\n");
+            return Err(EINVAL);
+        }
         // INVARIANT: Checked above; `u32` always fits in `usize` on the 64-bit kernels that have
         // generic_pt.
         Ok(Self {
             capacity: capacity as usize,
             low: low as usize,
             high: high as usize,
+            zero_check: zero_check == 1,
         })
     }
 
@@ -55,6 +62,11 @@ impl Limits {
     /// Below this many clean pages, the refill worker is started.
     pub(crate) fn low(&self) -> usize {
         self.low
+    }
+
+    /// Whether every table freed as all zero is checked before the pool reuses it.
+    pub(crate) fn zero_check(&self) -> bool {
+        self.zero_check
     }
 
     /// The refill worker fills a node's pool up to this many pages.

@@ -42,7 +42,10 @@ use kernel::{
     page::ExclusivePage,
     prelude::*,
     sync::{
-        atomic::Relaxed,
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
         Arc, //
     },
     time::{
@@ -174,10 +177,14 @@ kernel::sync::global_lock! {
 /// The pool's counters.
 pub(crate) static STATS: Stats = Stats::new();
 
+/// 1 if tables freed as all zero are checked (`zero_check=1`), set at load.
+static ZERO_CHECK: Atomic<u32> = Atomic::new(0);
+
 /// Sets up the pool and fills the home node's share up to the high watermark.
 pub(crate) fn init(limits: Limits) -> Result {
     // SAFETY: Called once per module load, before anything else uses `POOL`.
     unsafe { POOL.init() };
+    ZERO_CHECK.store(u32::from(limits.zero_check()), Relaxed);
 
     let mut nodes = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
     for _ in 0..MAX_NODES {
@@ -277,6 +284,36 @@ impl TablePageProvider for IommuPt {
         STATS.hits.add(1, Relaxed);
         STATS.outstanding.add(1, Relaxed);
         Some(page)
+    }
+
+    fn recycle_zeroed(page: ZeroedPage) {
+        if ZERO_CHECK.load(Relaxed) != 0 && !is_all_zero(&page).unwrap_or(false) {
+            // generic_pt said it cleared every entry and did not: count it, say so once, and
+            // take the page as stale, so that it is zeroed before it serves another table.
+            if STATS.zero_check_failures.load(Relaxed) == 0 {
+                pr_err!("table page {:#x} was freed as all zero and is not\n", page.pfn());
+            }
+            STATS.zero_check_failures.add(1, Relaxed);
+            IommuPt::recycle(page.into_inner());
+            return;
+        }
+        STATS.frees.add(1, Relaxed);
+        STATS.frees_zeroed.add(1, Relaxed);
+        STATS.outstanding.add(-1, Relaxed);
+        let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
+        // A table generic_pt emptied entry by entry: clean as it is, no zeroing to do.
+        let over = {
+            let mut pool = POOL.lock();
+            match pool.node(idx) {
+                Some(node) => node.push_clean(page).err(),
+                None => Some(page),
+            }
+        };
+        if let Some(page) = over {
+            STATS.frees_over_capacity.add(1, Relaxed);
+            // Freed to the page allocator, outside the spinlock.
+            drop(page);
+        }
     }
 
     fn recycle(page: Owned<ExclusivePage>) {
@@ -404,6 +441,18 @@ impl Shrinker for PoolShrinker {
         // pages scanned instead would make reclaim call again forever.
         (freed > 0).then_some(freed)
     }
+}
+
+/// Whether every byte of `page` is zero; the check behind `zero_check=1`.
+pub(crate) fn is_all_zero(page: &ExclusivePage) -> Result<bool> {
+    let mut buf = [0u8; 512];
+    for offset in (0..kernel::page::PAGE_SIZE).step_by(buf.len()) {
+        page.read(&mut buf, offset)?;
+        if buf.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Puts a zeroed page into its node's pool, or frees it if the pool is full.

@@ -20,6 +20,12 @@ pub(crate) struct Stats {
     pub(crate) frees: Atomic<u64>,
     /// Of those, the ones freed to the page allocator because the pool was full.
     pub(crate) frees_over_capacity: Atomic<u64>,
+    /// Of the frees, the tables generic_pt had cleared entry by entry: they went back to the
+    /// pool as clean pages, without being zeroed again.
+    pub(crate) frees_zeroed: Atomic<u64>,
+    /// Of those, the ones the zero check (`zero_check=1`) found not all zero. Always 0 unless
+    /// generic_pt lies about a table it cleared; such a page is zeroed before reuse.
+    pub(crate) zero_check_failures: Atomic<u64>,
     /// Returned pages the worker zeroed.
     pub(crate) zeroed: Atomic<u64>,
     /// Hits served from a returned page, zeroed by the request because no clean page was left.
@@ -45,6 +51,8 @@ impl Stats {
             fallbacks: Atomic::new(0),
             frees: Atomic::new(0),
             frees_over_capacity: Atomic::new(0),
+            frees_zeroed: Atomic::new(0),
+            zero_check_failures: Atomic::new(0),
             zeroed: Atomic::new(0),
             zeroed_on_alloc: Atomic::new(0),
             refills: Atomic::new(0),
@@ -70,6 +78,12 @@ impl Stats {
             f,
             "frees_over_capacity {}",
             self.frees_over_capacity.load(Relaxed)
+        )?;
+        writeln!(f, "frees_zeroed {}", self.frees_zeroed.load(Relaxed))?;
+        writeln!(
+            f,
+            "zero_check_failures {}",
+            self.zero_check_failures.load(Relaxed)
         )?;
         writeln!(f, "zeroed {}", self.zeroed.load(Relaxed))?;
         writeln!(f, "zeroed_on_alloc {}", self.zeroed_on_alloc.load(Relaxed))?;

@@ -32,7 +32,8 @@ run_file=/sys/kernel/debug/iommu_pt_bench/run
 # the userspace benchmark on the vfio-bound igb. k_alloc_burst takes 128 pages
 # at once from a settled pool (the burst a new mapping sees); k_alloc_1 and
 # k_alloc_128 cycle 8192 pages, twice the pool's capacity, so every page is
-# zeroed within the workload (the steady state).
+# zeroed within the workload (the steady state). k_steady_emptied maps and
+# unmaps whole leaf tables, 16 a round: they come back emptied by the unmap.
 WORKLOADS=(
 	"k_alloc_burst|k|alloc 128 128"
 	"k_alloc_1|k|alloc 8192 1"
@@ -43,6 +44,7 @@ WORKLOADS=(
 	"k_map_sparse_drain|k|map sparse 4096"
 	"k_map_huge|k|map huge 4096"
 	"k_churn|k|churn 128 32"
+	"k_steady_emptied|k|emptied 16 32"
 	"u_iommufd_dense|u|iommufd dense 2048"
 	"u_iommufd_sparse|u|iommufd sparse 128"
 	"u_iommufd_huge|u|iommufd huge 512"
@@ -52,7 +54,7 @@ WORKLOADS=(
 	"u_type1_huge|u|type1 huge 512"
 	"u_type1_churn|u|type1 churn 128 8"
 )
-POOL_KEYS="allocs hits fallbacks frees zeroed zeroed_on_alloc refills worker_runs worker_ns"
+POOL_KEYS="allocs hits fallbacks frees frees_zeroed zeroed zeroed_on_alloc refills worker_runs worker_ns"
 
 die() {
 	echo "bench.sh: $*" >&2

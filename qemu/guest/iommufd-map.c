@@ -4,13 +4,18 @@
  * page every 2 MiB, so every mapping needs a new leaf table) and unmap it.
  * Pauses at each step so that the caller can read counters:
  *
- *   iommufd-map /dev/vfio/devices/vfioN MAPPINGS
+ *   iommufd-map /dev/vfio/devices/vfioN MAPPINGS [dense]
+ *
+ * "dense" maps the MAPPINGS pages back to back instead, in one map from a
+ * 2 MiB aligned IOVA, and no huge page backs them: every 512 pages fill a
+ * leaf table with 4 KiB entries, which the unmap then clears and frees.
  *
  * prints "mapped" after mapping and waits for a line on stdin, then unmaps,
  * prints "unmapped", waits again, and tears everything down.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,19 +52,32 @@ int main(int argc, char **argv)
 {
 	struct iommufd_dev d;
 	unsigned long i, n;
+	bool dense;
 	char *buf;
 
-	if (argc != 3 || (n = strtoul(argv[2], NULL, 0)) == 0 || n > 65536) {
-		fprintf(stderr, "usage: %s /dev/vfio/devices/vfioN MAPPINGS(1..65536)\n", argv[0]);
+	if (argc < 3 || argc > 4 || (n = strtoul(argv[2], NULL, 0)) == 0 || n > 65536 ||
+	    (argc == 4 && strcmp(argv[3], "dense"))) {
+		fprintf(stderr, "usage: %s /dev/vfio/devices/vfioN MAPPINGS(1..65536) [dense]\n",
+			argv[0]);
 		return 2;
 	}
+	dense = argc == 4;
 	iommufd_dev_open(&d, argv[1], 1);
 
 	buf = mmap(NULL, n * SZ_4K, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		die("mmap");
-	for (i = 0; i < n; i++) {
+	/* 4 KiB pages, so that the IOMMU maps 4 KiB entries */
+	if (madvise(buf, n * SZ_4K, MADV_NOHUGEPAGE))
+		die("madvise");
+	memset(buf, 1, n * SZ_4K);
+	if (dense) {
+		errno = -iommufd_map(d.iommufd, d.ioas_id, buf, IOVA_BASE, n * SZ_4K);
+		if (errno)
+			die("IOMMU_IOAS_MAP");
+	}
+	for (i = 0; !dense && i < n; i++) {
 		errno = -iommufd_map(d.iommufd, d.ioas_id, buf + i * SZ_4K,
 				     IOVA_BASE + i * SZ_2M, SZ_4K);
 		if (errno)
@@ -67,7 +85,8 @@ int main(int argc, char **argv)
 	}
 	wait_line("mapped");
 
-	errno = -iommufd_unmap(d.iommufd, d.ioas_id, IOVA_BASE, n * SZ_2M, NULL);
+	errno = -iommufd_unmap(d.iommufd, d.ioas_id, IOVA_BASE, dense ? n * SZ_4K : n * SZ_2M,
+			       NULL);
 	if (errno)
 		die("IOMMU_IOAS_UNMAP");
 	wait_line("unmapped");

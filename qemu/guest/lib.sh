@@ -37,6 +37,36 @@ vfio_cdev() {
 # pool_stat NAME: one counter of the iommu_pt module.
 pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$POOL_STATS"; }
 
+# pool_load KO [PARAM=VALUE...]: loads iommu_pt with zero_check=1, so that
+# every table generic_pt frees as all zero is checked before the pool reuses
+# it (a failure counts in zero_check_failures).
+pool_load() {
+	local ko=$1
+	shift
+	insmod "$ko" zero_check=1 "$@"
+}
+
+# pool_unload: unloads iommu_pt, first adding its frees_zeroed and
+# zero_check_failures to $ZERO_CHECK_LOG (the counters die with the module).
+ZERO_CHECK_LOG=/tmp/iommu-pt-zero-check
+pool_unload() {
+	if [ -r "$POOL_STATS" ]; then
+		echo "$(pool_stat frees_zeroed) $(pool_stat zero_check_failures)" >>"$ZERO_CHECK_LOG"
+	fi
+	rmmod iommu_pt
+}
+
+# zero_check_result NAME: one result, failed if a table freed as all zero was
+# not, over every load pool_unload saw, or if no load reported counters.
+zero_check_result() {
+	local checked failed loads
+	loads=$(wc -l <"$ZERO_CHECK_LOG" 2>/dev/null || echo 0)
+	read -r checked failed < <(awk '{ c += $1; f += $2 } END { print c + 0, f + 0 }' "$ZERO_CHECK_LOG" 2>/dev/null)
+	echo "# zero check over $loads loads: ${checked:-0} tables freed all zero checked, ${failed:-0} were not"
+	[ "$loads" -gt 0 ] && [ "${failed:-1}" -eq 0 ]
+	result $? "$1"
+}
+
 # vmstat NAME: a /proc/vmstat counter, with the per-CPU deltas folded in first
 # (/proc/vmstat alone drifts by the stat threshold).
 vmstat() {

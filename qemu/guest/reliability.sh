@@ -94,7 +94,7 @@ bdf=$(igb_bdf)
 [ -n "$bdf" ] && bind_vfio_pci "$bdf"
 vfio=$(vfio_cdev "$bdf")
 echo "KTAP version 1"
-echo "1..17"
+echo "1..18"
 if [ ! -c "$vfio" ] || [ ! -d "$fi_dir/fail_page_alloc" ]; then
 	echo "# setup failed: igb '$bdf' on vfio-pci: $vfio; fault injection: $fi_dir/fail_page_alloc"
 	exit 1
@@ -111,15 +111,15 @@ total_tried=0
 total_failed=0
 for setup in c pool small_pool; do
 	case $setup in
-	pool) insmod "$ko" ;;
-	small_pool) insmod "$ko" capacity=4 low_watermark=1 high_watermark=2 ;;
+	pool) pool_load "$ko" ;;
+	small_pool) pool_load "$ko" capacity=4 low_watermark=1 high_watermark=2 ;;
 	esac
 	f0=$(pool_stat fallbacks 2>/dev/null)
 	out=$("$bin/fault-map" "$vfio" 16 5000)
 	rc=$?
 	if [ "$setup" != c ]; then
 		echo "# fallbacks to C during the tries: $(($(pool_stat fallbacks) - f0))"
-		rmmod iommu_pt
+		pool_unload
 	fi
 	echo "# fail-nth map, $setup: $out"
 	read -r _ tried _ failed _ <<<"$out"
@@ -141,7 +141,7 @@ for nth in $(seq 1 400); do
 	case "$out" in
 	"loaded "*)
 		loads_ok=$((loads_ok + 1))
-		rmmod iommu_pt || load_bad=1
+		pool_unload || load_bad=1
 		;;
 	"failed ENOMEM "*) loads_failed=$((loads_failed + 1)) ;;
 	*)
@@ -160,7 +160,7 @@ total_failed=$((total_failed + loads_failed))
 check_baseline fault_insmod_no_leak "$pages0"
 
 # 1c. Every refill allocation of the worker fails while the pool drains.
-insmod "$ko"
+pool_load "$ko"
 o0=$(pool_stat outstanding)
 fb0=$(pool_stat fallbacks)
 rf0=$(pool_stat refills)
@@ -184,12 +184,12 @@ map_rc=$?
 result $? fault_refill_worker
 total_tried=$((total_tried + injected))
 total_failed=$((total_failed + injected))
-rmmod iommu_pt
+pool_unload
 check_baseline fault_refill_no_leak "$pages0"
 echo "# injected failures: $total_failed of $total_tried points tried"
 
 # 2. Memory pressure: kswapd wakes 10% of memory above the minimum.
-insmod "$ko"
+pool_load "$ko"
 sleep 1
 wsf=$(cat /proc/sys/vm/watermark_scale_factor)
 echo 1000 >/proc/sys/vm/watermark_scale_factor
@@ -214,7 +214,7 @@ map_ok=1
 case "$out" in *"exit 0 ") map_ok=0 ;; esac
 [ "$shrunk" -ge 1 ] && [ "$map_ok" -eq 0 ] && [ "$oom" -eq 0 ]
 result $? memory_pressure_shrinker
-rmmod iommu_pt
+pool_unload
 check_baseline memory_pressure_no_leak "$pages0"
 
 # 3. Concurrency, with lazy-mode DMA-API traffic on the virtio-serial port.
@@ -236,7 +236,7 @@ dma_state() {
 		"frees $(pool_stat frees), nr_iommu_pages $(vmstat nr_iommu_pages)"
 }
 
-insmod "$ko"
+pool_load "$ko"
 dma_ok=0
 dma_writes=0
 dma_bdf=
@@ -271,21 +271,21 @@ echo "# pool: hits +$(($(pool_stat hits) - h0)), fallbacks to C +$(($(pool_stat 
 result $? concurrency_stress
 
 grown=$(pool_stat outstanding)
-rmmod iommu_pt
+pool_unload
 echo "# tables grown in the port's domain from the pool (stay there): $grown"
 pages0=$((pages0 + grown))
 check_baseline concurrency_no_leak "$pages0"
 
 # 4. Module churn: stress-map keeps three domains alive and maps and unmaps
 # in them all along, while the module is loaded and unloaded RELOADS times.
-insmod "$ko"
+pool_load "$ko"
 coproc STRESS { "$bin/stress-map" "$vfio" 3 4 0 2>&1; }
 stress_pid=$STRESS_PID
 sleep 2
 reload_bad=0
 for i in $(seq 1 "$RELOADS"); do
-	rmmod iommu_pt || reload_bad=1
-	insmod "$ko" || reload_bad=1
+	pool_unload || reload_bad=1
+	pool_load "$ko" || reload_bad=1
 done
 echo >&"${STRESS[1]}"
 out=$(cat <&"${STRESS[0]}")
@@ -294,7 +294,7 @@ rc=$?
 echo "# module churn: $RELOADS reloads under stress-map (3 domains, 4 threads): $(echo "$out" | tail -n 1)"
 [ "$reload_bad" -eq 0 ] && [ "$rc" -eq 0 ]
 result $? module_churn
-rmmod iommu_pt
+pool_unload
 check_baseline module_churn_no_leak "$pages0"
 
 # 5. Bad input.
@@ -310,7 +310,7 @@ for args in "capacity=abc" "low_watermark=-1" "high_watermark=0" "capacity=99999
 done
 [ ! -e /sys/module/iommu_pt ] && [ "$bad" -eq 0 ]
 result $? bad_parameters
-insmod "$ko"
+pool_load "$ko"
 before=$(cat "$POOL_STATS")
 bad=0
 for f in stats spare_pfns; do
@@ -322,8 +322,10 @@ done
 after=$(cat "$POOL_STATS")
 [ "$bad" -eq 0 ] && [ "$before" = "$after" ]
 result $? debugfs_read_only
-rmmod iommu_pt
+pool_unload
 check_baseline bad_input_no_leak "$pages0"
+
+zero_check_result zero_check_no_failures
 
 kernel_reports || ktap_failures=$((ktap_failures + 1))
 exit $((ktap_failures > 0))

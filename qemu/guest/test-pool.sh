@@ -12,6 +12,9 @@
 #    mapping), and the teardown after the unmap brings every page back
 #    (outstanding returns to its value before, and so does nr_iommu_pages).
 # 4. Spare pages go back under memory pressure (drop_caches runs the shrinker).
+#    A dense map fills whole leaf tables; its unmap clears them entry by entry
+#    and frees them, and they come back to the pool as clean pages, each
+#    checked all zero (zero_check=1, as in every stage) and not zeroed again.
 # 5. The module is unloaded and loaded 20 times while a mapped domain stays
 #    alive; the domain is then torn down. Tables from earlier loads go back to
 #    the page allocator: nr_iommu_pages returns to its starting value, no
@@ -27,19 +30,20 @@ CHURN=20
 
 
 echo "KTAP version 1"
-echo "1..14"
+echo "1..15"
 
 # 1. Bad parameters.
 bad=0
 for args in "capacity=0" "capacity=-5" "capacity=4294967295" "capacity=1000000" \
-	"low_watermark=0" "low_watermark=300 high_watermark=200" "high_watermark=2048"; do
+	"low_watermark=0" "low_watermark=300 high_watermark=200" "high_watermark=2048" \
+	"zero_check=2" "zero_check=-1"; do
 	dmesg -C
 	# shellcheck disable=SC2086
 	if insmod "$ko" $args 2>/dev/null; then
 		echo "# insmod $args was accepted"
 		rmmod iommu_pt
 		bad=1
-	elif ! dmesg | grep -q 'iommu_pt: .*\(capacity\|watermark\)'; then
+	elif ! dmesg | grep -q 'iommu_pt: .*\(capacity\|watermark\|zero_check\)'; then
 		echo "# insmod $args was refused without a message:"
 		dmesg | sed 's/^/# /'
 		bad=1
@@ -50,7 +54,7 @@ result $((bad | $?)) pool_refuses_bad_parameters
 
 # 2. Load; the KUnit suite runs now and its KTAP goes to the kernel log.
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
-insmod "$ko"
+insmod "$ko" zero_check=1
 result $? pool_module_loads
 [ -r "$POOL_STATS" ] && grep -q '^clean [1-9]' "$POOL_STATS"
 result $? pool_prefilled
@@ -107,6 +111,16 @@ echo "# drop_caches: shrunk $shrunk0 -> $shrunk1, spare pages $((clean0 + dirty0
 [ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
 result $? pool_shrinker_gives_spare_pages_back
 
+# Tables that the unmap emptied come back clean: 1024 pages back to back fill
+# two leaf tables of 512 entries.
+z0=$(pool_stat frees_zeroed) zf0=$(pool_stat zero_check_failures) zo0=$(pool_stat zeroed_on_alloc)
+printf '\n\n' | "$bin/iommufd-map" "/dev/vfio/devices/$vfio" 1024 dense >/dev/null
+rc=$?
+z1=$(pool_stat frees_zeroed) zf1=$(pool_stat zero_check_failures) zo1=$(pool_stat zeroed_on_alloc)
+echo "# dense map of 1024 pages: exit $rc, tables freed all zero $z0 -> $z1, zero check failures $zf0 -> $zf1, zeroed on request $zo0 -> $zo1"
+[ "$rc" -eq 0 ] && [ -n "$z0" ] && [ -n "$zf0" ] && [ $((z1 - z0)) -ge 2 ] && [ "$zf1" -eq 0 ]
+result $? pool_takes_emptied_tables_back_clean
+
 # 4. Module churn with a live, mapped domain.
 coproc MAP { "$bin/iommufd-map" "/dev/vfio/devices/$vfio" "$MAPPINGS" 2>&1; }
 read -r state <&"${MAP[0]}"
@@ -114,7 +128,7 @@ read -r state <&"${MAP[0]}"
 result $? pool_domain_mapped_before_churn
 churn_ok=0
 for i in $(seq "$CHURN"); do
-	rmmod iommu_pt && insmod "$ko" || { churn_ok=1; echo "# reload $i failed"; break; }
+	rmmod iommu_pt && insmod "$ko" zero_check=1 || { churn_ok=1; echo "# reload $i failed"; break; }
 done
 result $churn_ok pool_reloads_with_live_domain
 rmmod iommu_pt

@@ -121,7 +121,7 @@ run_one() {
 	local alloc=$1 idx=$2 name=$3
 	local samples=$tmp/samples-$alloc-$name
 	local pages0 pages1 stages problems="" frames foreign seen rc sp idle_top t0 args=()
-	local a0 h0 f0 o0 a1 h1 f1 o1
+	local a0 h0 f0 o0 a1 h1 f1 o1 z0 z1 zf0 zf1
 
 	: >"$samples"
 	pages0=$(vmstat nr_iommu_pages)
@@ -129,6 +129,7 @@ run_one() {
 	idle_top=$("$bin/table-frames" "$bdf" 2>/dev/null | awk '$1 == "top" { print $2 }')
 	if [ "$alloc" = rust ]; then
 		a0=$(pool_stat allocs) h0=$(pool_stat hits) f0=$(pool_stat fallbacks) o0=$(pool_stat outstanding)
+		z0=$(pool_stat frees_zeroed) zf0=$(pool_stat zero_check_failures)
 		sort -u "$spare" >"$tmp/spare"
 	fi
 	if [ "$alloc" = c ]; then
@@ -181,9 +182,15 @@ run_one() {
 			problems="$problems; iommu_pt is not loaded"
 		else
 			a1=$(pool_stat allocs) h1=$(pool_stat hits) f1=$(pool_stat fallbacks) o1=$(pool_stat outstanding)
+			z1=$(pool_stat frees_zeroed) zf1=$(pool_stat zero_check_failures)
 			sort -u "$spare" "$tmp/spare" >"$tmp/pool"
 			foreign=$(comm -23 "$tmp/frames" "$tmp/pool" | wc -l)
-			detail="$detail, $foreign not from the pool; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1"
+			detail="$detail, $foreign not from the pool; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1, tables freed all zero +$((z1 - z0)) (zero check failures +$((zf1 - zf0)))"
+			if [ -z "$zf0" ] || [ -z "$zf1" ] || [ -z "$z0" ] || [ -z "$z1" ]; then
+				problems="$problems; no zero_check_failures or frees_zeroed counter"
+			elif [ "$zf1" -ne "$zf0" ]; then
+				problems="$problems; $((zf1 - zf0)) tables freed as all zero were not (zero_check_failures)"
+			fi
 			[ $((h1 - h0)) -ge 1 ] || problems="$problems; the pool served no table"
 			[ $((a1 - a0)) -eq $((h1 - h0)) ] && [ "$f1" = "$f0" ] ||
 				problems="$problems; $((f1 - f0)) tables were left to C"
@@ -233,7 +240,7 @@ for a in $allocators; do
 			continue
 		fi
 		run_set c "$idx"
-	elif insmod "$ko"; then
+	elif insmod "$ko" zero_check=1; then
 		run_set rust "$idx"
 		rmmod iommu_pt || status=1
 	else
