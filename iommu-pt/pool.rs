@@ -291,7 +291,10 @@ impl TablePageProvider for IommuPt {
             // generic_pt said it cleared every entry and did not: count it, say so once, and
             // take the page as stale, so that it is zeroed before it serves another table.
             if STATS.zero_check_failures.load(Relaxed) == 0 {
-                pr_err!("table page {:#x} was freed as all zero and is not\n", page.pfn());
+                pr_err!(
+                    "table page {:#x} was freed as all zero and is not\n",
+                    page.pfn()
+                );
             }
             STATS.zero_check_failures.add(1, Relaxed);
             IommuPt::recycle(page.into_inner());
