@@ -15,6 +15,7 @@ few reports are printed, since the log itself may not outlive the run.
 """
 
 import argparse
+import os
 import re
 import sys
 
@@ -22,7 +23,10 @@ import sys
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s?)?")
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)(?: (?:- )?(?P<name>[^#]*?))?\s*(?:#\s*(?P<directive>\w+)(?P<reason>.*))?$")
 PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*$")
-KERNEL_REPORT = re.compile(r"(WARNING:|BUG:|Oops|KASAN:|Kernel panic|UBSAN:|kmemleak:.*suspected|kmemleak report: unreferenced object|possible circular locking|inconsistent lock state|possible recursive locking|sleeping function called from invalid context|blocked(?: in I/O wait)? for more than \d+ seconds)")
+# What the kernel log may not contain: one extended regular expression a line
+# in kernel-report.ere, which the guest scripts grep with too (qemu/guest/lib.sh).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel-report.ere")) as f:
+    KERNEL_REPORT = re.compile("|".join(f"(?:{line.strip()})" for line in f if line.strip()))
 # Lines printed after each of the first REPORTS_SHOWN kernel reports.
 REPORT_CONTEXT = 30
 REPORTS_SHOWN = 3

@@ -140,6 +140,8 @@ boot() {
 # Suites the configuration must have run; a missing one is a failure.
 KUNIT_SUITES=(
 	rust_doctests_kernel
+	rust_allocator rust_kvec rust_kernel_fmt rust_kernel_kunit rust_netlink
+	rust_spinlock_irq_condvar
 	amdv1_fmt_test amdv1_iommu_test
 	vtdss_fmt_test vtdss_iommu_test
 	x86_64_fmt_test x86_64_iommu_test

@@ -68,8 +68,11 @@ int main(int argc, char **argv)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		die("mmap");
-	/* 4 KiB pages, so that the IOMMU maps 4 KiB entries */
-	if (madvise(buf, n * SZ_4K, MADV_NOHUGEPAGE))
+	/*
+	 * 4 KiB pages, so that the IOMMU maps 4 KiB entries. EINVAL: a kernel
+	 * without transparent huge pages, which has none to turn off.
+	 */
+	if (madvise(buf, n * SZ_4K, MADV_NOHUGEPAGE) && errno != EINVAL)
 		die("madvise");
 	memset(buf, 1, n * SZ_4K);
 	if (dense) {

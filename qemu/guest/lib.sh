@@ -4,9 +4,12 @@
 # The emulated 82576 NIC (QEMU's igb) that the VFIO tests use.
 IGB_ID=0x8086:0x10c9
 POOL_STATS=/sys/kernel/debug/iommu_pt/stats
-# What the kernel log may not contain: warnings, oopses, KASAN, lockdep and
-# might_sleep reports, hung tasks.
-KERNEL_REPORT='WARNING:\|BUG:\|Oops\|KASAN:\|circular locking\|lock state\|recursive locking\|sleeping function\|blocked.*for more than'
+# What the kernel log may not contain (warnings, oopses, KASAN, UBSAN,
+# kmemleak, lockdep and might_sleep reports, hung tasks, RCU stalls, lockups):
+# the extended regular expressions of scripts/kernel-report.ere, which
+# scripts/ktap.py uses too. grep -E -f "$KERNEL_REPORT_FILE".
+KERNEL_REPORT_FILE=$(dirname "${BASH_SOURCE[0]}")/../../scripts/kernel-report.ere
+[ -s "$KERNEL_REPORT_FILE" ] || { echo "lib.sh: no $KERNEL_REPORT_FILE" >&2; exit 1; }
 
 # Prints the PCI address of the igb, or nothing.
 igb_bdf() {
@@ -82,9 +85,9 @@ quiet_console() { dmesg -n 1; }
 # scripts/ktap.py also scans) and fails if there is any.
 kernel_reports() {
 	local count
-	count=$(dmesg | grep -c "$KERNEL_REPORT")
+	count=$(dmesg | grep -cEf "$KERNEL_REPORT_FILE")
 	echo "# kernel log: $count warnings or reports"
-	dmesg | grep -A20 "$KERNEL_REPORT" | head -n 80 | sed 's/^/# kernel: /'
+	dmesg | grep -A20 -Ef "$KERNEL_REPORT_FILE" | head -n 80 | sed 's/^/# kernel: /'
 	[ "$count" -eq 0 ]
 }
 

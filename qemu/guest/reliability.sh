@@ -103,7 +103,8 @@ fi
 printf '\n\n' | "$bin/iommufd-map" "$vfio" 1 >/dev/null
 fi_reset
 pages0=$(vmstat nr_iommu_pages)
-dmesg -C
+# The kernel log is never cleared: kernel_reports at the end counts every
+# report since boot.
 quiet_console
 
 # 1a. fail-nth on the map path, three allocators.

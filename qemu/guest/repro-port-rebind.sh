@@ -61,7 +61,7 @@ rebind() {
 	done
 	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind" && sleep 2 && port=$(dma_port)
 }
-reports() { dmesg | grep -c "$KERNEL_REPORT"; }
+reports() { dmesg | grep -cEf "$KERNEL_REPORT_FILE"; }
 
 phase() {
 	local spec=$1 r0 r1 out writes=0

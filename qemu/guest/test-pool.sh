@@ -37,15 +37,16 @@ bad=0
 for args in "capacity=0" "capacity=-5" "capacity=4294967295" "capacity=1000000" \
 	"low_watermark=0" "low_watermark=300 high_watermark=200" "high_watermark=2048" \
 	"zero_check=2" "zero_check=-1"; do
-	dmesg -C
+	# Only the messages of this insmod: the log is never cleared.
+	seen=$(dmesg | wc -l)
 	# shellcheck disable=SC2086
 	if insmod "$ko" $args 2>/dev/null; then
 		echo "# insmod $args was accepted"
 		rmmod iommu_pt
 		bad=1
-	elif ! dmesg | grep -q 'iommu_pt: .*\(capacity\|watermark\|zero_check\)'; then
+	elif ! dmesg | tail -n +$((seen + 1)) | grep -q 'iommu_pt: .*\(capacity\|watermark\|zero_check\)'; then
 		echo "# insmod $args was refused without a message:"
-		dmesg | sed 's/^/# /'
+		dmesg | tail -n +$((seen + 1)) | sed 's/^/# /'
 		bad=1
 	fi
 done
