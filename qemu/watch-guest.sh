@@ -8,7 +8,9 @@
 #   - QEMU's view through QMP: every vCPU's registers (HLT=1 is a halted
 #     vCPU, IF in RFL says whether it can take an interrupt), each local
 #     APIC (IRR, ISR, TPR/PPR, the LVT timer and its count), the PIC, the
-#     interrupt counters and the PCI devices;
+#     interrupt counters, the PCI devices, and the state of every virtqueue
+#     of the 9p root and the console ports (a request QEMU never took or
+#     never signalled);
 #   - the QEMU process's threads: state, CPU time over 5 s, where they sleep;
 #     and their stacks if gdb is on the host;
 # then injects an NMI. The guest boots with unknown_nmi_panic and
@@ -51,6 +53,19 @@ pid=$(qemu_pid)
 	echo "=== watch-guest: no output for $quiet s, $(date -u +%FT%TZ); QEMU pid ${pid:-not found}"
 	python3 "$here/qmp.py" "$sock" "info status" "info registers -a" \
 		"info lapic 0" "info lapic 1" "info pic" "info irq" "info pci"
+	# Every virtqueue of the 9p root and of virtme's serial ports: requests
+	# the guest made available (shadow_avail_idx) that QEMU has not taken
+	# (last_avail_idx), or completed (used_idx) without an interrupt
+	# (signalled_used).
+	echo "### virtqueues: path queue inuse last_avail_idx shadow_avail_idx used_idx signalled_used"
+	python3 "$here/qmp.py" "$sock" "info virtio" | awk '$2 ~ /^\[virtio-/ { print $1, $2 }' |
+		while read -r path kind; do
+			for q in 0 1 2 3; do
+				python3 "$here/qmp.py" "$sock" "info virtio-queue-status $path $q" |
+					awk -v p="$path $kind q$q" '$1 ~ /^(inuse|last_avail_idx|shadow_avail_idx|used_idx|signalled_used):$/ { v = v " " $2 }
+						END { if (v != "") print p v }'
+			done
+		done
 	echo "### vCPU instruction pointers 5 s later (the same values: halted or stuck)"
 	sleep 5
 	python3 "$here/qmp.py" "$sock" "info registers -a" | grep -E '^(###|CPU#|RAX|RIP)'
