@@ -26,7 +26,8 @@ use kernel::{
         flags::{
             GFP_KERNEL,
             GFP_NOWAIT,
-            __GFP_NOWARN, //
+            __GFP_NOWARN,
+            __GFP_THISNODE, //
         },
         Flags,
         NumaNode, //
@@ -114,8 +115,8 @@ pub(crate) struct PoolState {
     home: usize,
     /// Indexed by node id; `None` until the worker creates the node's pool.
     nodes: KVec<Option<NodePool>>,
-    /// A node that was asked for and has no pool yet.
-    wanted: Option<usize>,
+    /// Bit `n` set: node `n` was asked for and has no pool yet (`MAX_NODES` is 64).
+    wanted: u64,
     queue: Option<OwnedQueue>,
     refiller: Option<Arc<Refiller>>,
 }
@@ -125,7 +126,7 @@ impl PoolState {
         limits: None,
         home: 0,
         nodes: KVec::new(),
-        wanted: None,
+        wanted: 0,
         queue: None,
         refiller: None,
     };
@@ -259,7 +260,7 @@ impl TablePageProvider for IommuPt {
                     None => (node.dirty.pop().map(Spare::Dirty), true),
                 },
                 None if idx < MAX_NODES => {
-                    pool.wanted = Some(idx);
+                    pool.wanted |= 1 << idx;
                     (None, true)
                 }
                 None => (None, false),
@@ -377,12 +378,12 @@ fn refill_pages() {
 
     let (wanted, limits) = {
         let mut pool = POOL.lock();
-        (pool.wanted.take(), pool.limits)
+        (core::mem::take(&mut pool.wanted), pool.limits)
     };
     let Some(limits) = limits else {
         return;
     };
-    if let Some(idx) = wanted {
+    for idx in (0..MAX_NODES).filter(|idx| wanted & (1 << idx) != 0) {
         if let Ok(node) = NodePool::new(limits.capacity()) {
             let mut pool = POOL.lock();
             if let Some(slot) = pool.nodes.get_mut(idx) {
@@ -394,7 +395,8 @@ fn refill_pages() {
     }
 
     for idx in 0..MAX_NODES {
-        loop {
+        // At most the high watermark per node and run: the loop ends even if pages keep going.
+        for _ in 0..limits.high() {
             let short = {
                 let mut pool = POOL.lock();
                 pool.node(idx).is_some_and(|n| n.len() < limits.high())
@@ -405,10 +407,16 @@ fn refill_pages() {
             let Ok(nid) = NumaNode::new(idx as i32) else {
                 break;
             };
-            // Never reclaim to refill: that would only run the pool's own shrinker.
-            let Ok(page) = ZeroedPage::alloc_node(nid, GFP_NOWAIT | __GFP_NOWARN) else {
+            // Never reclaim to refill: that would only run the pool's own shrinker. Only pages
+            // of this node: a node short of memory is not refilled from another one.
+            let flags = GFP_NOWAIT | __GFP_NOWARN | __GFP_THISNODE;
+            let Ok(page) = ZeroedPage::alloc_node(nid, flags) else {
                 break;
             };
+            if usize::try_from(page.nid()) != Ok(idx) {
+                // Cannot happen with `__GFP_THISNODE`; never file a page under another node.
+                break;
+            }
             STATS.refills.add(1, Relaxed);
             put_clean(page);
         }
