@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Mutation testing: shows that the checks fail when what they guard is
+# broken. Each scripts/mutants/NAME.patch plants one defect; its header says
+# what the defect is ("Mutant:"), which stage must catch it ("Stage:") and
+# with which result ("Caught by:"). For each, a scratch copy of the
+# repository gets the patch, the module is built from it, and only that stage
+# runs (scripts/test.sh --skip-build --skip-style --stages STAGE, from the
+# scratch copy, so the guest runs the mutant's scripts too). A stage that
+# fails has caught the mutant; one that passes has MISSED it. A mutant that
+# does not apply or build is BROKEN, and counts as not caught.
+#
+# usage: scripts/mutants/run.sh [NAME...]    (default: every mutant)
+#
+# Logs: $IOMMU_PT_CACHE/work/mutants/NAME/. Exits 1 unless every mutant was
+# caught.
+
+. "$(dirname "$0")/../lib.sh"
+
+need_root
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+	for m in "$REPO"/scripts/mutants/*.patch; do
+		names+=("$(basename "$m" .patch)")
+	done
+fi
+[ ${#names[@]} -gt 0 ] || die "no mutants in $REPO/scripts/mutants"
+for name in "${names[@]}"; do
+	[ -f "$REPO/scripts/mutants/$name.patch" ] || die "no mutant $name (scripts/mutants/$name.patch)"
+done
+
+caught=0
+summary=$WORK/mutants/summary
+mkdir -p "$WORK/mutants"
+: >"$summary"
+for name in "${names[@]}"; do
+	patch=$REPO/scripts/mutants/$name.patch
+	stage=$(sed -n 's/^Stage: //p' "$patch")
+	dir=$WORK/mutants/$name
+	scratch=$dir/repo
+	rm -rf "$dir"
+	mkdir -p "$scratch"
+	start=$(now)
+	# The repository's files, not its .git.
+	tar -C "$REPO" --exclude=.git -cf - . | tar -C "$scratch" -xf -
+	result=MISSED
+	if ! (cd "$scratch" && patch -p1 --quiet <"$patch") >"$dir/apply.log" 2>&1; then
+		result=BROKEN
+	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
+		result=BROKEN
+	elif ! IOMMU_PT_MODULE_OUT=$dir/module IOMMU_PT_OUT=$dir/out \
+		"$scratch/scripts/test.sh" --skip-build --skip-style --stages "$stage" >"$dir/test.log" 2>&1; then
+		result=caught
+		caught=$((caught + 1))
+	fi
+	failed=$(grep -m 3 '^PROBLEM: failed: \|^not ok ' "$dir/test.log" 2>/dev/null | tr '\n' ' ')
+	printf '%-24s %-7s %-12s %5d s  %s\n' "$name" "$stage" "$result" "$(($(now) - start))" \
+		"${failed:-(no failed test)}" | tee -a "$summary"
+	# Only the logs stay: the scratch repository and the module go.
+	rm -rf "$scratch" "$dir/module"
+done
+log "mutants: ${#names[@]} planted, $caught caught (summary: $summary)"
+[ "$caught" -eq ${#names[@]} ]
