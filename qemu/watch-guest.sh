@@ -53,6 +53,12 @@ pid=$(qemu_pid)
 	echo "=== watch-guest: no output for $quiet s, $(date -u +%FT%TZ); QEMU pid ${pid:-not found}"
 	python3 "$here/qmp.py" "$sock" "info status" "info registers -a" \
 		"info lapic 0" "info lapic 1" "info pic" "info irq" "info pci"
+	# The IOMMU's and the igb's properties as QEMU has them (intremap, eim,
+	# x-flts...): QEMU has no command that shows their registers.
+	echo "### info qtree: the intel-iommu and igb devices"
+	python3 "$here/qmp.py" "$sock" "info qtree" |
+		awk '/dev: (intel-iommu|igb)/ { on = 1; ind = match($0, /[^ ]/); print; next }
+			on && match($0, /[^ ]/) > ind { print; next } { on = 0 }'
 	# Every virtqueue of the 9p root and of virtme's serial ports: requests
 	# the guest made available (shadow_avail_idx) that QEMU has not taken
 	# (last_avail_idx), or completed (used_idx) without an interrupt
