@@ -304,19 +304,9 @@ impl TablePageProvider for IommuPt {
         STATS.frees.add(1, Relaxed);
         STATS.frees_zeroed.add(1, Relaxed);
         STATS.outstanding.add(-1, Relaxed);
-        let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
         // A table generic_pt emptied entry by entry: clean as it is, no zeroing to do.
-        let over = {
-            let mut pool = POOL.lock();
-            match pool.node(idx) {
-                Some(node) => node.push_clean(page).err(),
-                None => Some(page),
-            }
-        };
-        if let Some(page) = over {
+        if !put_clean(page) {
             STATS.frees_over_capacity.add(1, Relaxed);
-            // Freed to the page allocator, outside the spinlock.
-            drop(page);
         }
     }
 
@@ -466,8 +456,9 @@ pub(crate) fn is_all_zero(page: &ExclusivePage) -> Result<bool> {
     Ok(true)
 }
 
-/// Puts a zeroed page into its node's pool, or frees it if the pool is full.
-fn put_clean(page: ZeroedPage) {
+/// Puts a zeroed page into its node's pool, or frees it if the pool is full (then returns
+/// `false`).
+fn put_clean(page: ZeroedPage) -> bool {
     let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
     let rejected = {
         let mut pool = POOL.lock();
@@ -476,7 +467,8 @@ fn put_clean(page: ZeroedPage) {
             None => Some(page),
         }
     };
-    drop(rejected);
+    // Freed to the page allocator, outside the spinlock.
+    rejected.is_none()
 }
 
 /// Writes the statistics file.
