@@ -13,7 +13,10 @@
  *
  * The leaf entries (the last one printed for each IOVA, a 4 KiB, 2 MiB or
  * 1 GiB page) point to data, not tables, and are not printed. Exits 0 also
- * when the device has no domain; exits 1 on a usage or read error.
+ * when the device has no domain; exits 1 on a usage or read error, on a line
+ * of the table dump it cannot parse and on more than MAX_FRAMES frames, so
+ * that a change of the debugfs format cannot pass for a domain without
+ * tables.
  *
  * Walking the tables races with unmap: a table freed meanwhile may be read
  * (the debugfs code says so). With --stage-only only the context or PASID
@@ -32,6 +35,7 @@
 
 static uint64_t frames[MAX_FRAMES];
 static int nr_frames;
+static int too_many;
 
 static void add_frame(uint64_t entry)
 {
@@ -45,6 +49,8 @@ static void add_frame(uint64_t entry)
 			return;
 	if (nr_frames < MAX_FRAMES)
 		frames[nr_frames++] = pfn;
+	else
+		too_many = 1;
 }
 
 /*
@@ -111,6 +117,7 @@ static int tables(const char *bdf)
 {
 	char path[256], line[512];
 	unsigned long long top;
+	int bad = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), DEBUGFS "/%s/domain_translation_struct", bdf);
@@ -144,12 +151,21 @@ static int tables(const char *bdf)
 			entries[n++] = v;
 			p = end;
 		}
+		if (n == 0) {
+			if (!bad++)
+				fprintf(stderr, "table-frames: cannot parse: %s", line);
+			continue;
+		}
 		/* All but the last entry point to a table. */
 		for (i = 0; i < n - 1; i++)
 			add_frame(entries[i]);
 	}
 	fclose(f);
-	return 0;
+	if (bad)
+		fprintf(stderr, "table-frames: %d lines of %s not parsed\n", bad, path);
+	if (too_many)
+		fprintf(stderr, "table-frames: more than %d tables\n", MAX_FRAMES);
+	return bad || too_many ? -1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -26,7 +26,12 @@
 #    the sampler reads only the stage: a table walk racing with an unmap could
 #    read a table already back in the page allocator.
 # The binaries that keep a DMA domain for seconds (vfio_dma_mapping_test,
-# vfio_pci_driver_test) must be seen by the sampler at least once.
+# vfio_pci_driver_test) must be seen by the sampler at least once, and with
+# the pool, vfio_pci_driver_test's domain with at least MIN_DRIVER_FRAMES
+# table frames: each of its tests maps 1 GiB of 4 KiB pages, 512 leaf tables
+# and more (seen: 518 and 520), so a sampler that sees only a top table, or
+# nothing it can parse, fails the check instead of passing it with no frame to
+# compare. Failed samples are counted in the detail line.
 #
 # Two variables make a subset, for the debug kernel, where every variant of
 # vfio_pci_driver_test maps and pins 1 GiB of 4 KiB pages under KASAN:
@@ -47,6 +52,7 @@ TESTS=(vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test
 	vfio_pci_device_test vfio_pci_driver_test)
 # The sampler must see these with a domain: they hold one for seconds.
 MUST_SAMPLE="vfio_dma_mapping_test vfio_pci_driver_test"
+MIN_DRIVER_FRAMES=64
 SAMPLE_EVERY=2
 # KSFT_TIMEOUT_SCALE (read by the harness for each test's timeout, patch
 # 0017) scales the whole binary's timeout too.
@@ -72,12 +78,14 @@ scalable) want_stage=first ;;
 	;;
 esac
 
-# sampler FILE [--stage-only]: what table-frames reports, every few seconds.
+# sampler FILE [--stage-only]: what table-frames reports, every few seconds; a
+# sample that failed is an "error STATUS" line, with what it printed in
+# FILE.err.
 sampler() {
 	local out=$1
 	shift
 	while :; do
-		"$bin/table-frames" "$@" "$bdf" >>"$out" 2>/dev/null
+		"$bin/table-frames" "$@" "$bdf" >>"$out" 2>>"$out.err" || echo "error $?" >>"$out"
 		sleep "$SAMPLE_EVERY"
 	done
 }
@@ -124,6 +132,7 @@ run_one() {
 	local a0 h0 f0 o0 a1 h1 f1 o1 z0 z1 zf0 zf1
 
 	: >"$samples"
+	: >"$samples.err"
 	pages0=$(vmstat nr_iommu_pages)
 	# The domain the device is in between binaries.
 	idle_top=$("$bin/table-frames" "$bdf" 2>/dev/null | awk '$1 == "top" { print $2 }')
@@ -173,7 +182,9 @@ run_one() {
 	if [ "$alloc" = rust ]; then
 		seen=$(awk -v idle="$idle_top" '$1 == "top" && $2 != idle { n++ } END { print n + 0 }' "$samples")
 	fi
-	local detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}"
+	local errors
+	errors=$(grep -c '^error ' "$samples")
+	local detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}, $errors failed samples$(head -n 1 "$samples.err" 2>/dev/null | sed 's/^/: /')"
 
 	if [ "$alloc" = c ]; then
 		[ ! -e /sys/module/iommu_pt ] || problems="$problems; iommu_pt is loaded"
@@ -196,6 +207,9 @@ run_one() {
 				problems="$problems; $((f1 - f0)) tables were left to C"
 			[ "$o1" = "$o0" ] || problems="$problems; outstanding $o0 -> $o1"
 			[ "$foreign" -eq 0 ] || problems="$problems; frames not from the pool: $(comm -23 "$tmp/frames" "$tmp/pool" | head -n 5 | tr '\n' ' ')"
+			if [ "$name" = vfio_pci_driver_test ] && [ "$frames" -lt "$MIN_DRIVER_FRAMES" ]; then
+				problems="$problems; only $frames table frames of its domain seen (at least $MIN_DRIVER_FRAMES: it maps 1 GiB of 4 KiB pages)"
+			fi
 		fi
 	fi
 	echo "    # $name: $detail"
