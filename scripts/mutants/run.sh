@@ -54,7 +54,9 @@ for name in "${names[@]}"; do
 		result=caught
 		caught=$((caught + 1))
 	fi
-	failed=$(grep -m 3 '^PROBLEM: failed: \|^not ok ' "$dir/test.log" 2>/dev/null | tr '\n' ' ')
+	# What failed: the first results, else the first kernel report.
+	failed=$({ grep -m 3 '^PROBLEM: failed: \|^not ok ' "$dir/test.log" ||
+		grep -m 1 -o 'Kernel panic.*\|Oops.*\|BUG:.*' "$dir/test.log" || true; } 2>/dev/null | tr '\n' ' ')
 	printf '%-24s %-7s %-12s %5d s  %s\n' "$name" "$stage" "$result" "$(($(now) - start))" \
 		"${failed:-(no failed test)}" | tee -a "$summary"
 	# Only the logs stay: the scratch repository and the module go.
