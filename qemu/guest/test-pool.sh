@@ -62,14 +62,25 @@ result $? pool_prefilled
 
 # generic_pt's six suites again, now with the pool as provider. They ran built
 # in at boot on the C allocator; their KTAP goes to the kernel log again.
+# Each re-run must start (the write succeeds) and pass: its debugfs results
+# end with the suite's own result line, and no test in them failed.
 hits0=$(pool_stat hits)
+reruns_bad=0
 for suite in amdv1_fmt_test amdv1_iommu_test vtdss_fmt_test vtdss_iommu_test \
 	x86_64_fmt_test x86_64_iommu_test; do
-	echo run >"/sys/kernel/debug/kunit/$suite/run"
+	results=/sys/kernel/debug/kunit/$suite/results
+	if ! echo run >"/sys/kernel/debug/kunit/$suite/run"; then
+		echo "# $suite: the re-run did not start"
+		reruns_bad=1
+	elif ! tail -n 1 "$results" | grep -q "^ok 1 $suite\( # SKIP.*\)\?$" || grep -q 'not ok' "$results"; then
+		echo "# $suite failed on the pool:"
+		grep -B5 'not ok' "$results" | head -n 40 | sed 's/^/# /'
+		reruns_bad=1
+	fi
 done
 hits1=$(pool_stat hits)
 echo "# generic_pt suites with the pool: hits $hits0 -> $hits1"
-[ "$hits1" -gt "$hits0" ]
+[ "$reruns_bad" -eq 0 ] && [ -n "$hits0" ] && [ "$hits1" -gt "$hits0" ]
 result $? pool_serves_generic_pt_kunit
 
 # 3. A real VT-d paging domain.
