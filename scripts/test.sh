@@ -129,7 +129,9 @@ boot() {
 			# the tasks, backtraces and timers, then replays the whole log.
 			if grep -q 'Kernel panic - not syncing' "$log"; then
 				warn "the guest's panic and what it printed (first $PANIC_LINES lines):"
-				sed -n '/Kernel panic - not syncing/,$p' "$log" | head -n "$PANIC_LINES" | sed 's/^/  | /'
+				# head closes the pipe early: SIGPIPE upstream is not a failure.
+				sed -n '/Kernel panic - not syncing/,$p' "$log" | head -n "$PANIC_LINES" |
+					sed 's/^/  | /' || true
 			fi
 			warn "the last $TAIL_LINES lines of $log:"
 			tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
