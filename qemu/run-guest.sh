@@ -8,13 +8,25 @@
 #
 # usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--cpus N]
 #                          [--dma-port] [--append ARGS] [--log FILE]
-#                          [--timeout SECONDS] [--silence SECONDS] -- COMMAND...
+#                          [--timeout SECONDS] [--silence SECONDS]
+#                          [--tcg-threads single|multi] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
 # --icount         TCG only: single-threaded TCG with -icount shift=0, where
 #                  guest time counts executed instructions (deterministic)
 # --cpus N         vCPUs (default 2)
+# --tcg-threads single|multi
+#                  TCG only: one host thread runs every vCPU in turn (single,
+#                  the default; IOMMU_PT_TCG_THREADS sets it too), or one
+#                  thread per vCPU (multi). Multi-threaded TCG in QEMU 10.0.4
+#                  and later loses MMIO writes around a change of the memory
+#                  map (a BAR moved by a PCIe FLR): a vCPU's TLB entry keeps
+#                  a section number of the old map, looked up in the new one.
+#                  An xAPIC EOI lost that way leaves its vector in service
+#                  for ever: the VFIO boots' silent hang (issue 16, README
+#                  and docs/qemu-mttcg-lost-mmio.md). qemu/guest/stress-flr.sh
+#                  reproduces it in about a minute with multi.
 # --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
 #                  with a port named iommu-pt.dma whose output QEMU discards:
 #                  writing to it is DMA-API traffic (map and unmap per write)
@@ -24,6 +36,8 @@
 #                  FILE.hang, printed on stderr, and NMIs the guest, which
 #                  panics into FILE with its own (tasks, backtraces, timers)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
+# IOMMU_PT_VTD_EXTRA adds properties to the intel-iommu device (e.g. eim=on);
+# IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. -trace ...), for debugging.
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
 # repository at $GUEST_REPO, its working directory (scripts/lib.sh). Guest
@@ -39,6 +53,7 @@ append=""
 logfile=""
 timeout=1800
 silence=${IOMMU_PT_SILENCE:-600}
+tcg_threads=${IOMMU_PT_TCG_THREADS:-single}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
@@ -49,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
 	--timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
 	--silence) silence=${2:?--silence needs seconds}; shift 2 ;;
+	--tcg-threads) tcg_threads=${2:?--tcg-threads needs single or multi}; shift 2 ;;
 	--) shift; break ;;
 	*) die "run-guest.sh: unknown argument '$1' (see the usage at the top of qemu/run-guest.sh)" ;;
 	esac
@@ -56,6 +72,7 @@ done
 [ $# -gt 0 ] || die "run-guest.sh: no guest command given after --"
 case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole seconds, not '$timeout'" ;; esac
 case "$silence" in '' | *[!0-9]*) die "run-guest.sh: --silence (IOMMU_PT_SILENCE) takes whole seconds, not '$silence'" ;; esac
+case "$tcg_threads" in single | multi) ;; *) die "run-guest.sh: --tcg-threads (IOMMU_PT_TCG_THREADS) is single or multi, not '$tcg_threads'" ;; esac
 case "$cpus" in '' | *[!0-9]* | 0) die "run-guest.sh: --cpus takes a number of vCPUs >= 1, not '$cpus'" ;; esac
 
 need_root
@@ -77,7 +94,7 @@ kernel=$BUILD/arch/x86/boot/bzImage
 cmdline="intel_iommu=on iommu.strict=1 iommu.passthrough=0 hung_task_panic=1"
 cmdline="$cmdline sysctl.kernel.hung_task_all_cpu_backtrace=1 panic_console_replay=1"
 cmdline="$cmdline unknown_nmi_panic panic_sys_info=tasks,timers,all_bt $append"
-iommu="intel-iommu,intremap=on"
+iommu="intel-iommu,intremap=on${IOMMU_PT_VTD_EXTRA:+,$IOMMU_PT_VTD_EXTRA}"
 case "$mode" in
 legacy) ;;
 scalable)
@@ -93,9 +110,11 @@ kvm) accel_args=() cpu="max" ;;
 tcg) accel_args=(--disable-kvm) cpu="max" ;;
 *) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
 esac
-log "booting the guest ($accel$([ "$icount" -eq 0 ] || echo ", icount"), $mode mode, $cpus vCPUs, 4 GiB)"
+log "booting the guest ($accel$([ "$icount" -eq 1 ] && echo ", icount" || { [ "$accel" != tcg ] || echo ", $tcg_threads-threaded"; }), $mode mode, $cpus vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
+# Debugging: IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. "-trace events=F,file=G").
+qemu_opts="$qemu_opts${IOMMU_PT_QEMU_EXTRA:+ $IOMMU_PT_QEMU_EXTRA}"
 # QMP, for qemu/watch-guest.sh; under $OUT, which the root shares with the host.
 qmp_sock=$OUT/qmp-$$.sock
 qemu_opts="$qemu_opts -qmp unix:$qmp_sock,server=on,wait=off"
@@ -110,7 +129,7 @@ if [ "$accel" = tcg ] && [ "$icount" -eq 1 ]; then
 	# One instruction is one nanosecond of guest time; icount needs one TCG thread.
 	qemu_opts="$qemu_opts -accel tcg,thread=single -icount shift=0,align=off,sleep=off"
 elif [ "$accel" = tcg ]; then
-	qemu_opts="$qemu_opts -accel tcg,thread=multi"
+	qemu_opts="$qemu_opts -accel tcg,thread=$tcg_threads"
 elif [ "$icount" -eq 1 ]; then
 	die "run-guest.sh: --icount needs TCG; this machine runs guests under KVM"
 fi

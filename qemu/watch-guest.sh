@@ -67,9 +67,19 @@ pid=$(qemu_pid)
 	python3 "$here/qmp.py" "$sock" "info virtio" | awk '$2 ~ /^\[virtio-/ { print $1, $2 }' |
 		while read -r path kind; do
 			for q in 0 1 2 3; do
-				python3 "$here/qmp.py" "$sock" "info virtio-queue-status $path $q" |
+				status=$(python3 "$here/qmp.py" "$sock" "info virtio-queue-status $path $q" | tr -d '\r')
+				echo "$status" |
 					awk -v p="$path $kind q$q" '$1 ~ /^(inuse|last_avail_idx|shadow_avail_idx|used_idx|signalled_used):$/ { v = v " " $2 }
 						END { if (v != "") print p v }'
+				# What the guest sees: the used ring's idx in guest memory
+				# (QEMU's used_idx reaches the guest only through it) and
+				# the avail ring's flags and idx.
+				used=$(echo "$status" | awk '$1 == "used:" { print $2 }')
+				avail=$(echo "$status" | awk '$1 == "avail:" { print $2 }')
+				[ -n "$used" ] && [ "$used" != 0x0000000000000000 ] || continue
+				printf '  in guest memory: used.idx %s avail.flags,idx %s\n' \
+					"$(python3 "$here/qmp.py" "$sock" "xp /1hx $((used + 2))" | awk -F': ' 'NR == 2 { print $2 }')" \
+					"$(python3 "$here/qmp.py" "$sock" "xp /2hx $avail" | awk -F': ' 'NR == 2 { print $2 }')"
 			done
 		done
 	echo "### vCPU instruction pointers 5 s later (the same values: halted or stuck)"
