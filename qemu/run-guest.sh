@@ -19,14 +19,13 @@
 # --tcg-threads single|multi
 #                  TCG only: one host thread runs every vCPU in turn (single,
 #                  the default; IOMMU_PT_TCG_THREADS sets it too), or one
-#                  thread per vCPU (multi). Multi-threaded TCG in QEMU 10.0.4
-#                  and later loses MMIO writes around a change of the memory
-#                  map (a BAR moved by a PCIe FLR): a vCPU's TLB entry keeps
-#                  a section number of the old map, looked up in the new one.
-#                  An xAPIC EOI lost that way leaves its vector in service
-#                  for ever: the VFIO boots' silent hang (issue 16, README
-#                  and docs/qemu-mttcg-lost-mmio.md). qemu/guest/stress-flr.sh
-#                  reproduces it in about a minute with multi.
+#                  thread per vCPU (multi). With multi, QEMU 10.0.13 leaves
+#                  a vector in service (ISR) for ever on one vCPU's local
+#                  APIC while PCIe FLRs, which unmap and remap the device's
+#                  BARs, run on the other: the VFIO boots' silent hang
+#                  (issue 16; docs/tcg-threads-and-flr.md). The reproducer,
+#                  qemu/guest/stress-flr.sh, stalls within a minute with
+#                  multi and ran 400 s without a stall with single.
 # --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
 #                  with a port named iommu-pt.dma whose output QEMU discards:
 #                  writing to it is DMA-API traffic (map and unmap per write)
