@@ -36,7 +36,8 @@
 #                  panics into FILE with its own (tasks, backtraces, timers)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
 # IOMMU_PT_VTD_EXTRA adds properties to the intel-iommu device (e.g. eim=on);
-# IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. -trace ...), for debugging.
+# IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. -trace ...), for debugging;
+# IOMMU_PT_QEMU is the QEMU binary (a path in the root) instead of the root's.
 #
 # The guest sees $IOMMU_PT_CACHE/work read-only at $GUEST_WORK and the
 # repository at $GUEST_REPO, its working directory (scripts/lib.sh). Guest
@@ -135,7 +136,7 @@ fi
 
 # The guest's shell must see the same words: quote each one.
 printf -v command '%q ' "$@"
-args=(vng --run "$kernel" "${accel_args[@]}" --disable-microvm --force-9p
+args=(vng --run "$kernel" "${accel_args[@]}" ${IOMMU_PT_QEMU:+--qemu "$IOMMU_PT_QEMU"} --disable-microvm --force-9p
 	--cpus "$cpus" --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
 	--rodir="$GUEST_REPO=$REPO"
 	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$GUEST_REPO"
