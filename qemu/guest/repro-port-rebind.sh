@@ -32,7 +32,10 @@
 # (rebind), 30 s of traffic alone, then another rebind: crash in that
 # rebind's add_port(), the same page.
 # So: a rebind of virtio-pci on the port, then DMA traffic; stress-map makes
-# it come sooner. The pool plays no part. Boot it with:
+# it come sooner. The pool plays no part. All of the above ran multi-threaded
+# TCG; single-threaded (qemu/run-guest.sh's default since 2026-12-06), the
+# normal kernel ran "RTS RTS FTS" clean (docs/tcg-threads-and-flr.md). Boot
+# it with (--tcg-threads multi to see the crash):
 #   IOMMU_PT_BUILD=$WORK/build-debug IOMMU_PT_MODULE_OUT=$WORK/module-debug \
 #   qemu/run-guest.sh --append "no5lvl iommu.debug_pagealloc=1" --dma-port -- \
 #     qemu/guest/repro-port-rebind.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
