@@ -33,9 +33,11 @@
 # rebind's add_port(), the same page.
 # So: a rebind of virtio-pci on the port, then DMA traffic; stress-map makes
 # it come sooner. The pool plays no part. All of the above ran multi-threaded
-# TCG; single-threaded (qemu/run-guest.sh's default since 2026-12-06), the
-# normal kernel ran "RTS RTS FTS" clean (docs/tcg-threads-and-flr.md). Boot
-# it with (--tcg-threads multi to see the crash):
+# TCG. Single-threaded (qemu/run-guest.sh's default since 2026-12-06), the
+# normal kernel ran "RTS RTS FTS" clean once, but a reliability run with three
+# rebinds under traffic oopsed in put_iova_domain() on an IOVA tree node in
+# that same page (docs/tcg-threads-and-flr.md): not the threading fault.
+# Boot it with:
 #   IOMMU_PT_BUILD=$WORK/build-debug IOMMU_PT_MODULE_OUT=$WORK/module-debug \
 #   qemu/run-guest.sh --append "no5lvl iommu.debug_pagealloc=1" --dma-port -- \
 #     qemu/guest/repro-port-rebind.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
