@@ -110,7 +110,10 @@ kvm) accel_args=() cpu="max" ;;
 tcg) accel_args=(--disable-kvm) cpu="max" ;;
 *) die "IOMMU_PT_ACCEL is kvm or tcg, not '$accel'" ;;
 esac
-log "booting the guest ($accel$([ "$icount" -eq 1 ] && echo ", icount" || { [ "$accel" != tcg ] || echo ", $tcg_threads-threaded"; }), $mode mode, $cpus vCPUs, 4 GiB)"
+how=$accel
+[ "$accel" != tcg ] || how="$accel, $tcg_threads-threaded"
+[ "$icount" -eq 0 ] || how="$accel, icount"
+log "booting the guest ($how, $mode mode, $cpus vCPUs, 4 GiB)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
 # Debugging: IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. "-trace events=F,file=G").

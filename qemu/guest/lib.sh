@@ -120,23 +120,6 @@ dma_port() {
 	return 1
 }
 
-# port_rebind BDF [TYPE...]: unbinds the driver of the PCI function BDF,
-# writes each TYPE to its IOMMU group's type and binds the driver again; waits
-# for the port iommu-pt.dma to come back (dma_port sets nothing: call it
-# again). With no driver bound, writing "DMA" to a DMA-FQ group replaces its
-# domain; "DMA-FQ" on a DMA group only starts a flush queue on the same
-# domain; the type a group already has changes nothing.
-port_rebind() {
-	local bdf=$1 drv t
-	shift
-	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$bdf/driver")")
-	echo "$bdf" >"/sys/bus/pci/drivers/$drv/unbind" || return 1
-	for t in "$@"; do
-		echo "$t" >"/sys/bus/pci/devices/$bdf/iommu_group/type" || return 1
-	done
-	echo "$bdf" >"/sys/bus/pci/drivers/$drv/bind" && dma_port >/dev/null
-}
-
 # dma_writer_start PORT: lazy DMA-API traffic, in the background: writes of
 # 64 x 32 KiB to /dev/PORT (each 32 KiB write maps a buffer for the device and
 # unmaps it), each write bounded by 60 s, until dma_writer_stop. Counted in a

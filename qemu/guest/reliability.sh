@@ -352,9 +352,10 @@ free_kib() {
 	sync
 	echo 1 >/proc/sys/vm/drop_caches
 	sleep 1
-	awk '$1 == "nr_free_pages" { print $2 }' /proc/vmstat |
-		cat - <(awk '$1 == "count:" { n += $2 } END { print n + 0 }' /proc/zoneinfo) |
-		awk '{ n += $1 } END { print n * 4 }'
+	echo 1 >/proc/sys/vm/stat_refresh
+	awk 'FILENAME == "/proc/vmstat" && $1 == "nr_free_pages" ||
+		FILENAME == "/proc/zoneinfo" && $1 == "count:" { n += $2 } END { print n * 4 }' \
+		/proc/vmstat /proc/zoneinfo
 }
 free0=$(free_kib)
 filled=0

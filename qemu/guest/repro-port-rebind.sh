@@ -53,10 +53,18 @@ vfio=$(vfio_cdev "$bdf")
 port=$(dma_port) || { echo "no iommu-pt.dma port: boot with --dma-port"; exit 1; }
 dma_bdf=$(basename "$(dirname "$(readlink -f "/sys/class/virtio-ports/$port/device")")")
 type=/sys/bus/pci/devices/$dma_bdf/iommu_group/type
-# rebind [TYPE...]: port_rebind (lib.sh) on the port's function; the port
-# may come back under another name.
+# rebind [TYPE...]: unbinds the port's driver, writes each TYPE to its group's
+# type and binds the driver again. With no driver bound, writing "DMA" to a
+# DMA-FQ group replaces its domain; "DMA-FQ" on a DMA group only starts a flush
+# queue on the same domain; the type a group has changes nothing.
 rebind() {
-	port_rebind "$dma_bdf" "$@" && port=$(dma_port)
+	local drv t
+	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$dma_bdf/driver")")
+	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind" || return 1
+	for t in "$@"; do
+		echo "$t" >"$type" || return 1
+	done
+	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind" && port=$(dma_port)
 }
 reports() { dmesg | grep -cEf "$KERNEL_REPORT_FILE"; }
 

@@ -8,17 +8,15 @@
 # local timer counts per CPU. A guest whose CPU stops taking interrupts stops
 # printing, and qemu/watch-guest.sh (--silence) records it.
 #
-# usage: stress-flr.sh SECONDS [reset|noreset|memtoggle]
+# usage: stress-flr.sh SECONDS [reset|noreset]
 #
 # reset      PCIe FLRs through sysfs (the default)
 # noreset    no device activity: the 9p reader and the heartbeat alone
-# memtoggle  no reset: the igb's memory decoding turned off and on with
-#            setpci, which remaps its BARs (a change of the memory map)
 set -u
 . "$(dirname "$0")/lib.sh"
-secs=${1:?usage: stress-flr.sh SECONDS [reset|noreset|memtoggle]}
+secs=${1:?usage: stress-flr.sh SECONDS [reset|noreset]}
 what=${2:-reset}
-case "$what" in reset | noreset | memtoggle) ;; *) echo "stress-flr.sh: reset, noreset or memtoggle, not '$what'" >&2; exit 2 ;; esac
+case "$what" in reset | noreset) ;; *) echo "stress-flr.sh: reset or noreset, not '$what'" >&2; exit 2 ;; esac
 case "$secs" in '' | *[!0-9]* | 0) echo "stress-flr.sh: SECONDS is a number >= 1, not '$secs'" >&2; exit 2 ;; esac
 bdf=$(igb_bdf)
 bind_vfio_pci "$bdf" || { echo "stress-flr.sh: cannot bind $bdf to vfio-pci" >&2; exit 1; }
@@ -27,12 +25,7 @@ resetter=""
 [ "$what" = noreset ] || (
 	n=0
 	while :; do
-		if [ "$what" = reset ]; then
-			echo 1 >"/sys/bus/pci/devices/$bdf/reset" || { echo "reset failed"; exit 1; }
-		else
-			setpci -s "$bdf" COMMAND=0000:0002 && setpci -s "$bdf" COMMAND=0002:0002 ||
-				{ echo "setpci failed"; exit 1; }
-		fi
+		echo 1 >"/sys/bus/pci/devices/$bdf/reset" || { echo "reset failed"; exit 1; }
 		n=$((n + 1))
 		[ $((n % 20)) -ne 0 ] || echo "resets: $n"
 	done
