@@ -3,11 +3,11 @@
 //! iommu-pt: a pool of IOMMU page-table pages for generic_pt domains.
 //!
 //! The module registers itself as the provider of the order-0 table pages that generic_pt
-//! allocates for IOMMU paging domains, such as the Intel VT-d ones. Spare pages wait in a per-node
-//! pool as zeroed [`kernel::page::ExclusivePage`]s. A table page comes back to the pool when
-//! generic_pt frees it after the IOTLB flush, as an `Owned<FreedTablePage>` whose
-//! `Ownable::release()` recycles it; a worker zeroes it and keeps the pool between its
-//! watermarks.
+//! allocates for IOMMU paging domains, such as the Intel VT-d ones. Spare pages wait in a cache
+//! per CPU and a depot per NUMA node as [`kernel::page::ExclusivePage`]s. A table page comes back
+//! when generic_pt frees it after the IOTLB flush, as an `Owned<FreedTablePage>` whose
+//! `Ownable::release()` recycles it: clean if generic_pt cleared every entry, else dirty, to be
+//! zeroed before reuse.
 //!
 //! Statistics are in `/sys/kernel/debug/iommu_pt/stats`, the frame numbers of the spare pages
 //! in `/sys/kernel/debug/iommu_pt/spare_pfns`.
@@ -17,17 +17,22 @@ use kernel::{
         Dir,
         File, //
     },
-    iommu::pages::Registration,
-    mm::shrinker,
     prelude::*,
+    sync::Arc,
 };
 
+mod cpu_cache;
+mod depot;
+mod live;
 mod params;
 mod pool;
+mod provider;
 mod refill;
+mod shrinker;
 mod stats;
 #[cfg(CONFIG_KUNIT)]
 mod tests;
+mod worker;
 
 module! {
     type: IommuPtModule,
@@ -38,15 +43,15 @@ module! {
     params: {
         capacity: u32 {
             default: 1024,
-            description: "Most spare table pages kept per NUMA node (1..=262144)",
+            description: "Most spare table pages in a NUMA node's depot (1..=262144); each CPU caches up to 128 more",
         },
         low_watermark: u32 {
             default: 32,
-            description: "Refill a node's pool when it has fewer clean pages than this (>= 1)",
+            description: "Refill a node's depot when it has fewer clean pages than this (>= 1)",
         },
         high_watermark: u32 {
             default: 256,
-            description: "Refill a node's pool up to this many pages (> low, <= capacity)",
+            description: "Refill a node's depot up to this many pages (> low, <= capacity)",
         },
         zero_check: u32 {
             default: 0,
@@ -56,13 +61,12 @@ module! {
 }
 
 struct IommuPtModule {
-    /// Always `Some` until `drop`, which unregisters before it empties the pool.
-    registration: Option<Registration<pool::IommuPt>>,
-    /// Always `Some` until `drop`, which unregisters it before it empties the pool.
-    shrinker: Option<shrinker::Registration<pool::PoolShrinker>>,
-    _stats: Pin<KBox<File<()>>>,
-    _spare_pfns: Pin<KBox<File<()>>>,
+    /// Always `Some` until `drop`, which stops the provider before anything else goes.
+    provider: Option<provider::Provider>,
+    _stats: Pin<KBox<File<Arc<pool::Pool>>>>,
+    _spare_pfns: Pin<KBox<File<Arc<pool::Pool>>>>,
     _dir: Dir,
+    pool: Arc<pool::Pool>,
 }
 
 impl kernel::Module for IommuPtModule {
@@ -73,42 +77,20 @@ impl kernel::Module for IommuPtModule {
             module_parameters::high_watermark.value(),
             module_parameters::zero_check.value(),
         )?;
-        pool::init(limits)?;
+        let pool = pool::Pool::new(limits)?;
+        // Fill the depot of this CPU's node before the first request.
+        refill::run(&pool);
 
         let dir = Dir::new(c"iommu_pt");
         let stats = KBox::pin_init(
-            dir.read_callback_file(c"stats", (), &|(), f| pool::show(f)),
+            dir.read_callback_file(c"stats", pool.clone(), &|pool, f| pool.show(f)),
             GFP_KERNEL,
-        );
+        )?;
         let spare_pfns = KBox::pin_init(
-            dir.read_callback_file(c"spare_pfns", (), &|(), f| pool::show_spare(f)),
+            dir.read_callback_file(c"spare_pfns", pool.clone(), &|pool, f| pool.show_spare(f)),
             GFP_KERNEL,
-        );
-        let (stats, spare_pfns) = match (stats, spare_pfns) {
-            (Ok(stats), Ok(spare_pfns)) => (stats, spare_pfns),
-            (Err(e), _) | (_, Err(e)) => {
-                pool::exit();
-                return Err(e);
-            }
-        };
-        let shrinker = match shrinker::Registration::new(c"iommu_pt", shrinker::NUMA_AWARE) {
-            Ok(shrinker) => shrinker,
-            Err(e) => {
-                pool::exit();
-                return Err(e);
-            }
-        };
-        let registration = match Registration::new() {
-            Ok(registration) => registration,
-            Err(e) => {
-                pr_err!(
-                    "cannot become the provider of table pages ({e:?}): is another one loaded?\n"
-                );
-                drop(shrinker);
-                pool::exit();
-                return Err(e);
-            }
-        };
+        )?;
+        let provider = provider::Provider::start(pool.clone())?;
         pr_info!(
             "providing generic_pt table pages (capacity {}, watermarks {}..{})\n",
             limits.capacity(),
@@ -116,11 +98,11 @@ impl kernel::Module for IommuPtModule {
             limits.high()
         );
         Ok(Self {
-            registration: Some(registration),
-            shrinker: Some(shrinker),
+            provider: Some(provider),
             _stats: stats,
             _spare_pfns: spare_pfns,
             _dir: dir,
+            pool,
         })
     }
 }
@@ -128,10 +110,11 @@ impl kernel::Module for IommuPtModule {
 impl Drop for IommuPtModule {
     fn drop(&mut self) {
         // Unregistering waits until no callback runs; only then can the pool be emptied.
-        drop(self.registration.take());
-        drop(self.shrinker.take());
-        pool::exit();
-        let outstanding = pool::STATS.outstanding.load(kernel::sync::atomic::Relaxed);
+        drop(self.provider.take());
+        let outstanding = self
+            .pool
+            .snapshot()
+            .map_or(0, |(counters, _)| counters.outstanding);
         pr_info!("unloaded; {outstanding} table pages stay in live domains and go back to C\n");
     }
 }

@@ -1,237 +1,62 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The pool of spare table pages, per NUMA node, and the provider callbacks.
+//! The pool of spare table pages: a cache per CPU in front of a depot per NUMA node.
 //!
 //! A page is in one of three places:
 //!
-//! - `clean`: a [`ZeroedPage`], ready to become a table;
+//! - spare, in a CPU's cache or a node's depot: clean (a [`ZeroedPage`], ready to become a
+//!   table) or dirty (an [`Owned<ExclusivePage>`] with stale entries, zeroed before reuse);
 //! - live: a raw `struct page` owned by C, a table that an IOMMU may walk. No Rust object refers
 //!   to it, so nothing in this module can touch or recycle it;
-//! - `dirty`: an [`Owned<ExclusivePage>`] with stale entries, which C returned through
-//!   [`TablePageProvider::recycle`] once no IOMMU can walk it. The refill worker zeroes it; when
-//!   a request finds no clean page, the request zeroes a dirty one itself, which costs what the
-//!   C allocator's `__GFP_ZERO` costs and saves the trip through the page allocator.
+//! - on its way back: C returns a table through the provider only once no IOMMU can walk it, as
+//!   a clean page if generic_pt cleared every entry, else as a dirty one.
 //!
-//! Every path that runs from C ([`IommuPt::alloc`], [`IommuPt::recycle`]) only pops or pushes
-//! within reserved capacity under an IRQ-safe spinlock: it never allocates and never sleeps.
+//! Requests and frees use the current CPU's cache with local interrupts disabled: no lock, no
+//! atomic instruction, no shared cache line. The cache takes from and gives to its node's depot
+//! in batches, under the depot's lock; a batch the depot has no room for goes back to the page
+//! allocator without the lock being taken. Nothing on these paths allocates or sleeps, and pages
+//! are freed to the page allocator only once interrupts are enabled again.
 
 use crate::{
+    cpu_cache::{
+        CpuCache,
+        BATCH, //
+    },
+    depot::Depot,
     params::Limits,
-    refill::Refiller,
-    stats::Stats, //
+    stats::{
+        self,
+        Counters,
+        SpareCounts,
+        WorkerStats, //
+    },
 };
 use core::fmt;
 use kernel::{
     alloc::{
-        flags::{
-            GFP_KERNEL,
-            GFP_NOWAIT,
-            __GFP_NOWARN,
-            __GFP_THISNODE, //
-        },
-        Flags,
+        flags::GFP_KERNEL,
         NumaNode, //
     },
-    iommu::pages::{
-        TablePageProvider,
-        ZeroedPage, //
-    },
-    mm::shrinker::{
-        ShrinkControl,
-        Shrinker, //
-    },
+    cpu::CpuId,
+    iommu::pages::ZeroedPage,
+    new_spinlock_irq,
     page::ExclusivePage,
+    percpu::PerCpu,
     prelude::*,
     sync::{
-        atomic::{
-            Atomic,
-            Relaxed, //
-        },
+        atomic::Relaxed,
         Arc, //
     },
-    time::{
-        Instant,
-        Monotonic, //
-    },
     types::Owned,
-    workqueue::OwnedQueue,
 };
 
-/// The most NUMA nodes the pool keeps pages for; requests for other nodes go to C.
-const MAX_NODES: usize = 64;
-
-/// Spare pages of one NUMA node.
-///
-/// # Invariants
-///
-/// `clean.len() + dirty.len() <= capacity`, and both vectors have room for `capacity` elements,
-/// so pushing a page within the limit never allocates.
-pub(crate) struct NodePool {
-    clean: KVec<ZeroedPage>,
-    dirty: KVec<Owned<ExclusivePage>>,
-    capacity: usize,
-}
-
-impl NodePool {
-    fn new(capacity: usize) -> Result<Self> {
-        // INVARIANT: Both vectors are empty and have room for `capacity` pages.
-        Ok(Self {
-            clean: KVec::with_capacity(capacity, GFP_KERNEL)?,
-            dirty: KVec::with_capacity(capacity, GFP_KERNEL)?,
-            capacity,
-        })
-    }
-
-    fn len(&self) -> usize {
-        self.clean.len() + self.dirty.len()
-    }
-
-    fn push_clean(&mut self, page: ZeroedPage) -> Result<(), ZeroedPage> {
-        if self.len() >= self.capacity {
-            return Err(page);
-        }
-        self.clean.push_within_capacity(page).map_err(|e| e.0)
-    }
-
-    /// Takes a spare page to give back to the page allocator, a dirty one first.
-    fn take_spare(&mut self) -> Option<Owned<ExclusivePage>> {
-        self.dirty
-            .pop()
-            .or_else(|| self.clean.pop().map(ZeroedPage::into_inner))
-    }
-
-    fn push_dirty(&mut self, page: Owned<ExclusivePage>) -> Result<(), Owned<ExclusivePage>> {
-        if self.len() >= self.capacity {
-            return Err(page);
-        }
-        self.dirty.push_within_capacity(page).map_err(|e| e.0)
-    }
-}
-
-/// The state behind [`POOL`].
-pub(crate) struct PoolState {
-    limits: Option<Limits>,
-    /// The node of the CPU that loaded the module, used for `NUMA_NO_NODE` requests.
-    home: usize,
-    /// Indexed by node id; `None` until the worker creates the node's pool.
-    nodes: KVec<Option<NodePool>>,
-    /// Bit `n` set: node `n` was asked for and has no pool yet (`MAX_NODES` is 64).
-    wanted: u64,
-    queue: Option<OwnedQueue>,
-    refiller: Option<Arc<Refiller>>,
-}
-
-impl PoolState {
-    const EMPTY: Self = Self {
-        limits: None,
-        home: 0,
-        nodes: KVec::new(),
-        wanted: 0,
-        queue: None,
-        refiller: None,
-    };
-
-    fn node_index(&self, nid: NumaNode) -> usize {
-        nid.id().unwrap_or(self.home)
-    }
-
-    fn node(&mut self, idx: usize) -> Option<&mut NodePool> {
-        self.nodes.get_mut(idx).and_then(Option::as_mut)
-    }
-
-    /// Starts the refill worker, unless it is already queued.
-    fn kick(&self) {
-        if let (Some(queue), Some(refiller)) = (&self.queue, &self.refiller) {
-            // An `Err` means the work is already queued, which is all we want.
-            let _ = queue.enqueue(refiller.clone());
-        }
-    }
-
-    /// The pool's size limits, once initialised.
-    pub(crate) fn limits(&self) -> Option<Limits> {
-        self.limits
-    }
-
-    /// Counts clean and dirty pages over all nodes.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        self.nodes
-            .iter()
-            .flatten()
-            .fold((0, 0), |(c, d), n| (c + n.clean.len(), d + n.dirty.len()))
-    }
-
-    /// The number of pages the pool holds for `nid`.
-    pub(crate) fn node_len(&self, nid: NumaNode) -> usize {
-        let idx = self.node_index(nid);
-        self.nodes
-            .get(idx)
-            .and_then(Option::as_ref)
-            .map_or(0, NodePool::len)
-    }
-}
-
-kernel::sync::global_lock! {
-    // SAFETY: `init()` is called in `pool::init()`, the first thing module init does with it.
-    pub(crate) unsafe(uninit) static POOL: SpinLockIrq<PoolState> = PoolState::EMPTY;
-}
-
-/// The pool's counters.
-pub(crate) static STATS: Stats = Stats::new();
-
-/// 1 if tables freed as all zero are checked (`zero_check=1`), set at load.
-static ZERO_CHECK: Atomic<u32> = Atomic::new(0);
-
-/// Sets up the pool and fills the home node's share up to the high watermark.
-pub(crate) fn init(limits: Limits) -> Result {
-    // SAFETY: Called once per module load, before anything else uses `POOL`.
-    unsafe { POOL.init() };
-    ZERO_CHECK.store(u32::from(limits.zero_check()), Relaxed);
-
-    let mut nodes = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
-    for _ in 0..MAX_NODES {
-        nodes.push(None, GFP_KERNEL)?;
-    }
-    // The page allocator's choice for `NUMA_NO_NODE` is the node of this CPU.
-    let home = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
-    let home_idx = usize::try_from(home.nid()).map_err(|_| EINVAL)?;
-    if home_idx >= MAX_NODES {
-        pr_err!("node {home_idx} is beyond the {MAX_NODES} nodes the pool supports\n");
-        return Err(EINVAL);
-    }
-    let mut home_pool = NodePool::new(limits.capacity())?;
-    home_pool.push_clean(home).map_err(|_| EINVAL)?;
-    nodes[home_idx] = Some(home_pool);
-
-    let queue = OwnedQueue::new(c"iommu_pt", OwnedQueue::UNBOUND)?;
-    let refiller = Refiller::new()?;
-    {
-        let mut pool = POOL.lock();
-        pool.limits = Some(limits);
-        pool.home = home_idx;
-        pool.nodes = nodes;
-        pool.queue = Some(queue);
-        pool.refiller = Some(refiller);
-    }
-    refill();
-    Ok(())
-}
-
-/// Stops the worker and frees every spare page. Called after the provider is unregistered, so
-/// no callback runs any more.
-pub(crate) fn exit() {
-    let (queue, refiller, nodes) = {
-        let mut pool = POOL.lock();
-        (
-            pool.queue.take(),
-            pool.refiller.take(),
-            core::mem::take(&mut pool.nodes),
-        )
-    };
-    drop(refiller);
-    // Destroying the queue runs a still queued refill to completion. It finds no nodes.
-    drop(queue);
-    // Frees the spare pages and the vectors, outside the spinlock.
-    drop(nodes);
+/// The pool: its limits, the CPUs' caches and the nodes' depots.
+pub(crate) struct Pool {
+    limits: Limits,
+    caches: PerCpu<CpuCache>,
+    /// Indexed by node id, one for every id `NumaNode::new()` accepts.
+    depots: KVec<Pin<KBox<Depot>>>,
+    pub(crate) worker_stats: WorkerStats,
 }
 
 /// A spare page taken for a request.
@@ -240,207 +65,414 @@ enum Spare {
     Dirty(Owned<ExclusivePage>),
 }
 
-/// The provider of table pages: this module's pool.
-pub(crate) struct IommuPt;
+/// Pages that a free found no room for, freed to the page allocator once interrupts are enabled
+/// again.
+struct Spill {
+    pages: [Option<Owned<ExclusivePage>>; BATCH + 1],
+    len: usize,
+}
 
-impl TablePageProvider for IommuPt {
-    fn alloc(nid: NumaNode, _flags: Flags) -> Option<ZeroedPage> {
-        STATS.allocs.add(1, Relaxed);
-        let page = {
-            let mut pool = POOL.lock();
-            let idx = pool.node_index(nid);
-            let low = pool.limits.map_or(0, |l| l.low());
-            let (page, kick) = match pool.node(idx) {
-                Some(node) => match node.clean.pop() {
-                    // Start the worker once, when the clean pages fall below the low
-                    // watermark: not on every request below it.
-                    Some(page) => (Some(Spare::Clean(page)), node.clean.len() + 1 == low),
-                    // Out of clean pages: the worker stopped short (a refill failed) or
-                    // cannot keep up; ask again.
-                    None => (node.dirty.pop().map(Spare::Dirty), true),
-                },
-                None if idx < MAX_NODES => {
-                    pool.wanted |= 1 << idx;
-                    (None, true)
-                }
-                None => (None, false),
-            };
-            if kick {
-                pool.kick();
+impl Spill {
+    fn new() -> Self {
+        Self {
+            pages: [const { None }; BATCH + 1],
+            len: 0,
+        }
+    }
+
+    /// Keeps `page` to be freed. At most `BATCH + 1` pages: a full batch and the page being
+    /// freed.
+    fn push(&mut self, page: Owned<ExclusivePage>) {
+        if let Some(slot) = self.pages.get_mut(self.len) {
+            *slot = Some(page);
+            self.len += 1;
+        }
+        // Cannot happen; dropping the page here would only free it early.
+    }
+}
+
+impl Pool {
+    /// Makes an empty pool with the given limits, whose depot of the current CPU's node is set
+    /// up. The worker ([`crate::refill::run`]) fills it.
+    pub(crate) fn new(limits: Limits) -> Result<Arc<Self>> {
+        let caches = PerCpu::new(GFP_KERNEL, CpuCache::new)?;
+        let mut depots = KVec::new();
+        for id in 0.. {
+            if NumaNode::new(id).is_err() {
+                break;
             }
-            page
+            depots.push(KBox::pin_init(Depot::new(), GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let pool = Self {
+            limits,
+            caches,
+            depots,
+            worker_stats: WorkerStats::new(),
         };
-        let page = match page {
-            Some(Spare::Clean(page)) => page,
-            Some(Spare::Dirty(page)) => {
-                // Outside the spinlock; zeroing does not sleep.
-                STATS.zeroed_on_alloc.add(1, Relaxed);
-                ZeroedPage::zero(page)
+        if let Some(home) = CpuId::current().mem_node().id() {
+            pool.depot(home).ok_or(EINVAL)?.set_up(limits.capacity())?;
+        }
+        Ok(Arc::new(pool, GFP_KERNEL)?)
+    }
+
+    /// The pool's limits.
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The depot of node `idx`.
+    pub(crate) fn depot(&self, idx: usize) -> Option<&Depot> {
+        self.depots.get(idx).map(|depot| &**depot)
+    }
+
+    /// The depots, with their node ids.
+    pub(crate) fn depots(&self) -> impl Iterator<Item = (usize, &Depot)> {
+        self.depots.iter().map(|depot| &**depot).enumerate()
+    }
+
+    /// Takes a zeroed page of node `nid` for a table, or `None` to leave the request to C.
+    /// Returns also whether the worker should run.
+    pub(crate) fn alloc(&self, nid: NumaNode) -> (Option<ZeroedPage>, bool) {
+        let taken = self.caches.with_local(|cache| {
+            cache.counters.allocs += 1;
+            let (spare, mut kick) = if cache.serves(nid) {
+                match cache.clean.pop() {
+                    Some(page) => (Some(Spare::Clean(page)), false),
+                    None => {
+                        let kick = self.refill_cache(cache);
+                        let spare = cache
+                            .clean
+                            .pop()
+                            .map(Spare::Clean)
+                            .or_else(|| cache.dirty.pop().map(Spare::Dirty));
+                        (spare, kick)
+                    }
+                }
+            } else {
+                // Another node's page: from its depot, under its lock. Rare: generic_pt asks
+                // for the node of the IOMMU, which is most often this CPU's.
+                (nid.id().and_then(|idx| self.take_from_depot(idx)), false)
+            };
+            match spare {
+                Some(Spare::Clean(_)) => cache.counters.hits += 1,
+                Some(Spare::Dirty(_)) => {
+                    cache.counters.hits += 1;
+                    cache.counters.zeroed_on_alloc += 1;
+                }
+                None => {
+                    cache.counters.fallbacks += 1;
+                    let idx = nid.id().unwrap_or(cache.node());
+                    if let Some(depot) = self.depot(idx) {
+                        kick |= note_fallback(depot);
+                    }
+                }
             }
+            if spare.is_some() {
+                cache.counters.outstanding += 1;
+            }
+            (spare, kick)
+        });
+        match taken {
+            Some((Some(Spare::Clean(page)), kick)) => (Some(page), kick),
+            // Zeroed with interrupts enabled again.
+            Some((Some(Spare::Dirty(page)), kick)) => (Some(ZeroedPage::zero(page)), kick),
+            Some((None, kick)) => (None, kick),
+            // This CPU's cache is in use further up the call chain: cannot happen from C.
+            None => (None, false),
+        }
+    }
+
+    /// Moves a batch of pages from the depot of `cache`'s node into `cache`: clean ones if the
+    /// depot has any, else dirty ones. Returns whether the worker should run.
+    fn refill_cache(&self, cache: &mut CpuCache) -> bool {
+        let Some(depot) = self.depot(cache.node()) else {
+            return false;
+        };
+        if !depot.may_have_pages() {
+            return false;
+        }
+        let low = self.limits.low();
+        let mut pages = depot.lock();
+        let before = pages.clean.len();
+        while cache.clean.len() < BATCH {
+            let Some(page) = pages.clean.pop() else {
+                break;
+            };
+            if let Err(page) = cache.push_clean(page) {
+                // Not this node's: cannot happen, the depot keeps only its own.
+                let _ = pages.push_clean(page);
+                break;
+            }
+        }
+        if cache.clean.is_empty() {
+            while cache.dirty.len() < BATCH {
+                let Some(page) = pages.dirty.pop() else {
+                    break;
+                };
+                if let Err(page) = cache.push_dirty(page) {
+                    let _ = pages.push_dirty(page);
+                    break;
+                }
+            }
+        }
+        let after = pages.clean.len();
+        drop(pages);
+        cache.counters.cache_refills += 1;
+        // Only when the clean pages fall below the low watermark, not on every batch below it.
+        before >= low && after < low
+    }
+
+    /// Takes one page from the depot of node `idx`, a clean one first.
+    fn take_from_depot(&self, idx: usize) -> Option<Spare> {
+        let depot = self.depot(idx)?;
+        if !depot.may_have_pages() {
+            return None;
+        }
+        let mut pages = depot.lock();
+        pages
+            .clean
+            .pop()
+            .map(Spare::Clean)
+            .or_else(|| pages.dirty.pop().map(Spare::Dirty))
+    }
+
+    /// Takes back a table that generic_pt cleared entry by entry: clean as it is.
+    ///
+    /// With `zero_check=1`, the page is checked first; one that is not all zero is counted and
+    /// taken back as dirty.
+    pub(crate) fn free_zeroed(&self, page: ZeroedPage) -> bool {
+        if self.limits.zero_check() && !is_all_zero(&page).unwrap_or(false) {
+            self.caches.with_local(|cache| {
+                if cache.counters.zero_check_failures == 0 {
+                    pr_err!(
+                        "table page {:#x} was freed as all zero and is not\n",
+                        page.pfn()
+                    );
+                }
+                cache.counters.zero_check_failures += 1;
+            });
+            return self.free(Spare::Dirty(page.into_inner()));
+        }
+        self.free(Spare::Clean(page))
+    }
+
+    /// Takes back a table with stale entries.
+    pub(crate) fn free_dirty(&self, page: Owned<ExclusivePage>) -> bool {
+        self.free(Spare::Dirty(page))
+    }
+
+    /// Takes back a table, into this CPU's cache if it can, and returns whether the worker
+    /// should run.
+    fn free(&self, page: Spare) -> bool {
+        let mut page = Some(page);
+        let done = self.caches.with_local(|cache| {
+            let Some(page) = page.take() else {
+                return (None, false);
+            };
+            cache.counters.frees += 1;
+            cache.counters.outstanding -= 1;
+            if matches!(page, Spare::Clean(_)) {
+                cache.counters.frees_zeroed += 1;
+            }
+            let mut spill = None;
+            let mut kick = false;
+            let nid = match &page {
+                Spare::Clean(p) => p.nid(),
+                Spare::Dirty(p) => p.nid(),
+            };
+            let page = if cache.holds(nid) {
+                match self.push_local(cache, page) {
+                    Ok(()) => return (None, false),
+                    Err(page) => {
+                        // The array is full: a batch goes to the depot, or back to C.
+                        let mut out = Spill::new();
+                        kick = self.spill_cache(cache, &page, &mut out);
+                        let page = self.push_local(cache, page);
+                        spill = Some(out);
+                        page
+                    }
+                }
+            } else {
+                Err(page)
+            };
+            if let Err(page) = page {
+                // Another node's page (or, cannot happen, a cache still full): to its depot.
+                let out = spill.get_or_insert_with(Spill::new);
+                kick |= self.give_to_depot(nid, page, out);
+            }
+            if let Some(out) = &spill {
+                cache.counters.frees_over_capacity += out.len as u64;
+            }
+            (spill, kick)
+        });
+        match done {
+            // The spilled pages are freed here, with interrupts enabled again.
+            Some((_spill, kick)) => kick,
             None => {
-                STATS.fallbacks.add(1, Relaxed);
-                return None;
+                // This CPU's cache is in use further up the call chain: cannot happen from C.
+                // The page goes to the page allocator; the counters miss it.
+                drop(page);
+                false
             }
-        };
-        STATS.hits.add(1, Relaxed);
-        STATS.outstanding.add(1, Relaxed);
-        Some(page)
-    }
-
-    fn recycle_zeroed(page: ZeroedPage) {
-        if ZERO_CHECK.load(Relaxed) != 0 && !is_all_zero(&page).unwrap_or(false) {
-            // generic_pt said it cleared every entry and did not: count it, say so once, and
-            // take the page as stale, so that it is zeroed before it serves another table.
-            if STATS.zero_check_failures.load(Relaxed) == 0 {
-                pr_err!(
-                    "table page {:#x} was freed as all zero and is not\n",
-                    page.pfn()
-                );
-            }
-            STATS.zero_check_failures.add(1, Relaxed);
-            IommuPt::recycle(page.into_inner());
-            return;
-        }
-        STATS.frees.add(1, Relaxed);
-        STATS.frees_zeroed.add(1, Relaxed);
-        STATS.outstanding.add(-1, Relaxed);
-        // A table generic_pt emptied entry by entry: clean as it is, no zeroing to do.
-        if !put_clean(page) {
-            STATS.frees_over_capacity.add(1, Relaxed);
         }
     }
 
-    fn recycle(page: Owned<ExclusivePage>) {
-        STATS.frees.add(1, Relaxed);
-        STATS.outstanding.add(-1, Relaxed);
-        let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
-        let over = {
-            let mut pool = POOL.lock();
-            let res = match pool.node(idx) {
-                // The worker zeroes until `dirty` is empty, so only the first dirty page needs
-                // to start it: the free path does not queue work for every table.
-                Some(node) => node.push_dirty(page).map(|()| node.dirty.len() == 1),
-                None => Err(page),
-            };
-            if matches!(res, Ok(true)) {
-                pool.kick();
-            }
-            res.err()
-        };
-        if let Some(page) = over {
-            STATS.frees_over_capacity.add(1, Relaxed);
-            // Freed to the page allocator, outside the spinlock.
-            drop(page);
+    /// Puts `page` into `cache`, or gives it back if its array is full.
+    fn push_local(&self, cache: &mut CpuCache, page: Spare) -> Result<(), Spare> {
+        match page {
+            Spare::Clean(p) => cache.push_clean(p).map_err(Spare::Clean),
+            Spare::Dirty(p) => cache.push_dirty(p).map_err(Spare::Dirty),
         }
     }
-}
 
-/// Zeroes the dirty pages, creates a wanted node's pool, and fills every node's pool up to the
-/// high watermark. Runs in the refill worker, and once at load; may sleep.
-///
-/// The time it takes is counted in `worker_ns`: work moved off the table allocation and free
-/// paths is not work saved, and benchmarks report it.
-pub(crate) fn refill() {
-    let start = Instant::<Monotonic>::now();
-    STATS.worker_runs.add(1, Relaxed);
-    refill_pages();
-    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(0);
-    STATS.worker_ns.add(ns, Relaxed);
-}
-
-fn refill_pages() {
-    // Zero returned pages one at a time, outside the spinlock.
-    loop {
-        let dirty = {
-            let mut pool = POOL.lock();
-            pool.nodes
-                .iter_mut()
-                .flatten()
-                .find_map(|node| node.dirty.pop())
-        };
-        let Some(page) = dirty else {
-            break;
-        };
-        let page = ZeroedPage::zero(page);
-        STATS.zeroed.add(1, Relaxed);
-        put_clean(page);
-    }
-
-    let (wanted, limits) = {
-        let mut pool = POOL.lock();
-        (core::mem::take(&mut pool.wanted), pool.limits)
-    };
-    let Some(limits) = limits else {
-        return;
-    };
-    for idx in (0..MAX_NODES).filter(|idx| wanted & (1 << idx) != 0) {
-        if let Ok(node) = NodePool::new(limits.capacity()) {
-            let mut pool = POOL.lock();
-            if let Some(slot) = pool.nodes.get_mut(idx) {
-                if slot.is_none() {
-                    *slot = Some(node);
+    /// Moves a batch of pages of the kind of `like` from `cache` to its node's depot. What the
+    /// depot has no room for goes to `out`, and if the depot looks full, it is not even locked.
+    /// Returns whether the worker should run (the depot got its first dirty pages).
+    fn spill_cache(&self, cache: &mut CpuCache, like: &Spare, out: &mut Spill) -> bool {
+        cache.counters.cache_spills += 1;
+        let clean = matches!(like, Spare::Clean(_));
+        let depot = self
+            .depot(cache.node())
+            .filter(|d| d.is_set_up() && !d.seems_full());
+        let Some(depot) = depot else {
+            for _ in 0..BATCH {
+                let page = if clean {
+                    cache.clean.pop().map(ZeroedPage::into_inner)
+                } else {
+                    cache.dirty.pop()
+                };
+                match page {
+                    Some(page) => out.push(page),
+                    None => break,
                 }
             }
+            return false;
+        };
+        let mut pages = depot.lock();
+        let had_dirty = !pages.dirty.is_empty();
+        for _ in 0..BATCH {
+            let rejected = if clean {
+                let Some(page) = cache.clean.pop() else {
+                    break;
+                };
+                pages.push_clean(page).err().map(ZeroedPage::into_inner)
+            } else {
+                let Some(page) = cache.dirty.pop() else {
+                    break;
+                };
+                pages.push_dirty(page).err()
+            };
+            if let Some(page) = rejected {
+                out.push(page);
+            }
         }
+        !clean && !had_dirty && !pages.dirty.is_empty()
     }
 
-    for idx in 0..MAX_NODES {
-        // At most the high watermark per node and run: the loop ends even if pages keep going.
-        for _ in 0..limits.high() {
-            let short = {
-                let mut pool = POOL.lock();
-                pool.node(idx).is_some_and(|n| n.len() < limits.high())
-            };
-            if !short {
-                break;
-            }
-            let Ok(nid) = NumaNode::new(idx as i32) else {
-                break;
-            };
-            // Never reclaim to refill: that would only run the pool's own shrinker. Only pages
-            // of this node: a node short of memory is not refilled from another one.
-            let flags = GFP_NOWAIT | __GFP_NOWARN | __GFP_THISNODE;
-            let Ok(page) = ZeroedPage::alloc_node(nid, flags) else {
-                break;
-            };
-            if usize::try_from(page.nid()) != Ok(idx) {
-                // Cannot happen with `__GFP_THISNODE`; never file a page under another node.
-                break;
-            }
-            STATS.refills.add(1, Relaxed);
-            put_clean(page);
+    /// Gives `page`, of node `nid`, to that node's depot, or to `out` if the depot has no
+    /// room. Returns whether the worker should run.
+    fn give_to_depot(&self, nid: i32, page: Spare, out: &mut Spill) -> bool {
+        let depot = usize::try_from(nid).ok().and_then(|idx| self.depot(idx));
+        let Some(depot) = depot else {
+            out.push(into_page(page));
+            return false;
+        };
+        if !depot.is_set_up() {
+            out.push(into_page(page));
+            return note_fallback(depot);
         }
+        let mut pages = depot.lock();
+        let rejected = match page {
+            Spare::Clean(p) => pages.push_clean(p).err().map(ZeroedPage::into_inner),
+            Spare::Dirty(p) => pages.push_dirty(p).err(),
+        };
+        let kick = rejected.is_none() && pages.dirty.len() == 1;
+        drop(pages);
+        if let Some(page) = rejected {
+            out.push(page);
+        }
+        kick
+    }
+
+    /// Sums the counters of all online CPUs and counts the spare pages. Must be called with
+    /// interrupts enabled.
+    pub(crate) fn snapshot(&self) -> Result<(Counters, SpareCounts)> {
+        let sum = KBox::pin_init(
+            new_spinlock_irq!((Counters::default(), SpareCounts::default())),
+            GFP_KERNEL,
+        )?;
+        self.caches.on_each_cpu(|_cpu, cache| {
+            let mut sum = sum.lock();
+            sum.0.add(&cache.counters);
+            sum.1.cpu_clean += cache.clean.len();
+            sum.1.cpu_dirty += cache.dirty.len();
+        });
+        let (counters, mut spare) = *sum.lock();
+        for (_, depot) in self.depots() {
+            depot.count(&mut spare);
+        }
+        Ok((counters, spare))
+    }
+
+    /// Writes the statistics file.
+    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (counters, spare) = self.snapshot().map_err(|_| fmt::Error)?;
+        stats::show(&counters, &self.worker_stats, &spare, f)
+    }
+
+    /// Writes the page frame numbers of the spare pages, in the CPUs' caches and in the depots,
+    /// one per line. Must be called with interrupts enabled.
+    ///
+    /// Tests compare them with the table frames an IOMMU domain uses, to show that its tables
+    /// came from the pool.
+    pub(crate) fn show_spare(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let room = kernel::cpu::nr_cpu_ids() as usize * 2 * crate::cpu_cache::CACHE_PAGES;
+        let pfns = KVec::with_capacity(room, GFP_KERNEL).map_err(|_| fmt::Error)?;
+        let pfns = KBox::pin_init(new_spinlock_irq!(pfns), GFP_KERNEL).map_err(|_| fmt::Error)?;
+        self.caches.on_each_cpu(|_cpu, cache| {
+            let mut pfns = pfns.lock();
+            // Room for every CPU's full cache was made above.
+            for page in &cache.clean {
+                let _ = pfns.push_within_capacity(page.pfn());
+            }
+            for page in &cache.dirty {
+                let _ = pfns.push_within_capacity(page.pfn());
+            }
+        });
+        for pfn in pfns.lock().iter() {
+            writeln!(f, "{pfn:#x}")?;
+        }
+        for (_, depot) in self.depots() {
+            let pages = depot.lock();
+            for page in &pages.clean {
+                writeln!(f, "{:#x}", page.pfn())?;
+            }
+            for page in &pages.dirty {
+                writeln!(f, "{:#x}", page.pfn())?;
+            }
+        }
+        Ok(())
     }
 }
 
-/// Gives the pool's spare pages back to the page allocator under memory pressure.
-pub(crate) struct PoolShrinker;
-
-impl Shrinker for PoolShrinker {
-    fn count(sc: &ShrinkControl<'_>) -> usize {
-        POOL.lock().node_len(sc.nid())
+/// Notes that a request for `depot`'s node fell back to C. Returns whether the worker should
+/// run: to set up a depot that is not.
+fn note_fallback(depot: &Depot) -> bool {
+    // Written only when it changes: a fallback does not dirty a shared cache line each time.
+    if !depot.fell_back.load(Relaxed) {
+        depot.fell_back.store(true, Relaxed);
     }
+    if depot.is_set_up() || depot.wanted.load(Relaxed) {
+        return false;
+    }
+    depot.wanted.store(true, Relaxed);
+    true
+}
 
-    fn scan(sc: &mut ShrinkControl<'_>) -> Option<usize> {
-        let nid = sc.nid();
-        let mut freed = 0;
-        while freed < sc.nr_to_scan() {
-            let page = {
-                let mut pool = POOL.lock();
-                let idx = pool.node_index(nid);
-                pool.node(idx).and_then(NodePool::take_spare)
-            };
-            let Some(page) = page else {
-                break;
-            };
-            // Freed outside the spinlock.
-            drop(page);
-            freed += 1;
-        }
-        STATS.shrunk.add(freed as u64, Relaxed);
-        // Every spare page of the node was looked at. With nothing freed, stop: reporting zero
-        // pages scanned instead would make reclaim call again forever.
-        (freed > 0).then_some(freed)
+fn into_page(page: Spare) -> Owned<ExclusivePage> {
+    match page {
+        Spare::Clean(p) => p.into_inner(),
+        Spare::Dirty(p) => p,
     }
 }
 
@@ -454,42 +486,4 @@ pub(crate) fn is_all_zero(page: &ExclusivePage) -> Result<bool> {
         }
     }
     Ok(true)
-}
-
-/// Puts a zeroed page into its node's pool, or frees it if the pool is full (then returns
-/// `false`).
-fn put_clean(page: ZeroedPage) -> bool {
-    let idx = usize::try_from(page.nid()).unwrap_or(usize::MAX);
-    let rejected = {
-        let mut pool = POOL.lock();
-        match pool.node(idx) {
-            Some(node) => node.push_clean(page).err(),
-            None => Some(page),
-        }
-    };
-    // Freed to the page allocator, outside the spinlock.
-    rejected.is_none()
-}
-
-/// Writes the statistics file.
-pub(crate) fn show(f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let (clean, dirty) = POOL.lock().counts();
-    STATS.show(clean, dirty, f)
-}
-
-/// Writes the page frame numbers of the spare pages, clean and dirty, one per line.
-///
-/// Tests compare them with the table frames an IOMMU domain uses, to show that its tables came
-/// from the pool.
-pub(crate) fn show_spare(f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let pool = POOL.lock();
-    for node in pool.nodes.iter().flatten() {
-        for page in &node.clean {
-            writeln!(f, "{:#x}", page.pfn())?;
-        }
-        for page in &node.dirty {
-            writeln!(f, "{:#x}", page.pfn())?;
-        }
-    }
-    Ok(())
 }

@@ -1,44 +1,144 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The refill worker: zeroes returned pages and tops the pool up, off the map path.
+//! What the worker does: set up the depots that requests asked for, zero the dirty pages of the
+//! depots, and fill each depot up to the high watermark, unless demand outruns it.
+//!
+//! Zeroing here is work moved off the allocation path, not saved, and so is a refill from the
+//! page allocator: `worker_ns` counts it, and benchmarks report it. A depot whose node fell back
+//! to C since the last run is not refilled from the page allocator: under sustained demand, the
+//! pool steps aside and costs what C costs, rather than doing C's work on the worker with
+//! overhead. It refills on a later run, once demand has paused.
 
+use crate::{
+    cpu_cache::BATCH,
+    depot::Depot,
+    pool::Pool, //
+};
 use kernel::{
-    prelude::*,
-    sync::Arc,
-    workqueue::{
-        impl_has_work,
-        new_work,
-        Work,
-        WorkItem, //
+    alloc::{
+        flags::{
+            GFP_NOWAIT,
+            __GFP_NOWARN,
+            __GFP_THISNODE, //
+        },
+        NumaNode,
     },
+    iommu::pages::ZeroedPage,
+    page::ExclusivePage,
+    prelude::*,
+    sync::atomic::Relaxed,
+    time::{
+        Instant,
+        Monotonic, //
+    },
+    types::Owned,
 };
 
-/// The work item that runs [`crate::pool::refill`].
-#[pin_data]
-pub(crate) struct Refiller {
-    #[pin]
-    work: Work<Refiller>,
+/// Runs the worker's jobs once, on every node. May sleep.
+pub(crate) fn run(pool: &Pool) {
+    let start = Instant::<Monotonic>::now();
+    let stats = &pool.worker_stats;
+    stats.runs.add(1, Relaxed);
+    let limits = pool.limits();
+    for (idx, depot) in pool.depots() {
+        if depot.wanted.load(Relaxed) {
+            depot.wanted.store(false, Relaxed);
+            // On failure, a later request asks again.
+            let _ = depot.set_up(limits.capacity());
+        }
+        if !depot.is_set_up() {
+            continue;
+        }
+        let zeroed = zero_dirty(depot);
+        stats.zeroed.add(zeroed as u64, Relaxed);
+        if depot.fell_back.load(Relaxed) {
+            depot.fell_back.store(false, Relaxed);
+            stats.refills_skipped.add(1, Relaxed);
+            continue;
+        }
+        let refilled = fill(idx, depot, limits.high());
+        stats.refills.add(refilled as u64, Relaxed);
+    }
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(0);
+    stats.ns.add(ns, Relaxed);
 }
 
-impl_has_work! {
-    impl HasWork<Self> for Refiller { self.work }
-}
-
-impl Refiller {
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Refiller {
-                work <- new_work!("iommu_pt::Refiller::work"),
-            }),
-            GFP_KERNEL,
-        )
+/// Zeroes the depot's dirty pages, a batch at a time outside its lock. Returns how many.
+fn zero_dirty(depot: &Depot) -> usize {
+    let mut zeroed = 0;
+    loop {
+        let mut batch: [Option<Owned<ExclusivePage>>; BATCH] = [const { None }; BATCH];
+        {
+            let mut pages = depot.lock();
+            for slot in batch.iter_mut() {
+                *slot = pages.dirty.pop();
+                if slot.is_none() {
+                    break;
+                }
+            }
+        }
+        let batch = batch.map(|page| page.map(ZeroedPage::zero));
+        let n = batch.iter().flatten().count();
+        if n == 0 {
+            return zeroed;
+        }
+        zeroed += n;
+        // Pages the depot has no room for any more are freed after the lock is dropped.
+        let mut rejected: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
+        {
+            let mut pages = depot.lock();
+            for (page, out) in batch.into_iter().flatten().zip(rejected.iter_mut()) {
+                *out = pages.push_clean(page).err();
+            }
+        }
+        drop(rejected);
+        if n < BATCH {
+            return zeroed;
+        }
     }
 }
 
-impl WorkItem for Refiller {
-    type Pointer = Arc<Refiller>;
-
-    fn run(_this: Arc<Refiller>) {
-        crate::pool::refill();
+/// Fills the depot of node `idx` up to `high` pages from the page allocator, a batch at a time.
+/// Returns how many pages it added.
+fn fill(idx: usize, depot: &Depot, high: usize) -> usize {
+    let Ok(nid) = i32::try_from(idx)
+        .map_err(|_| EINVAL)
+        .and_then(NumaNode::new)
+    else {
+        return 0;
+    };
+    let mut added = 0;
+    // At most `high` pages per run: the loop ends even if pages keep going.
+    while added < high && depot.len() < high {
+        let mut batch: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
+        let want = (high - depot.len()).min(BATCH);
+        let mut got = 0;
+        for slot in batch.iter_mut().take(want) {
+            // Never reclaim to refill: that would only run the pool's own shrinker. Only pages
+            // of this node: a node short of memory is not refilled from another one.
+            let flags = GFP_NOWAIT | __GFP_NOWARN | __GFP_THISNODE;
+            match ZeroedPage::alloc_node(nid, flags) {
+                Ok(page) if usize::try_from(page.nid()) == Ok(idx) => {
+                    *slot = Some(page);
+                    got += 1;
+                }
+                // Cannot happen with `__GFP_THISNODE`: never file a page under another node.
+                _ => break,
+            }
+        }
+        let mut rejected: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
+        {
+            let mut pages = depot.lock();
+            for (page, out) in batch.into_iter().flatten().zip(rejected.iter_mut()) {
+                *out = pages.push_clean(page).err();
+            }
+        }
+        let kept = got - rejected.iter().flatten().count();
+        drop(rejected);
+        added += kept;
+        if got < want || kept < got {
+            break;
+        }
     }
+    added
 }

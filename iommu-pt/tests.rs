@@ -2,52 +2,70 @@
 
 //! KUnit tests of the pool, run when the module loads.
 //!
-//! They use the module's own pool while it is registered, so IOMMU domains may take and return
-//! pages at the same time: every check is on the test's own pages or on counters that only grow.
+//! Each test builds a pool of its own, which no IOMMU domain uses: its counters are exact.
 
 use kernel::prelude::*;
 
 #[kunit_tests(iommu_pt_pool)]
 mod pool_tests {
     use crate::{
+        cpu_cache::{
+            BATCH,
+            CACHE_PAGES, //
+        },
         params::{
             Limits,
             MAX_CAPACITY, //
         },
         pool::{
             self,
-            IommuPt,
-            POOL,
-            STATS, //
+            Pool, //
         },
+        refill,
     };
     use kernel::{
         alloc::{
             flags::GFP_KERNEL,
             NumaNode, //
         },
-        iommu::pages::{
-            TablePageProvider,
-            ZeroedPage, //
-        },
+        interrupt::local_interrupt_disable,
+        iommu::pages::ZeroedPage,
         new_spinlock_irq,
         page::{
             ExclusivePage,
             PAGE_SIZE, //
         },
         prelude::*,
-        sync::atomic::Relaxed,
+        sync::{
+            atomic::Relaxed,
+            Arc, //
+        },
+        types::Owned,
     };
 
-    /// Takes clean pages from the home node until the pool has none left, at most `max`.
-    fn drain(max: usize) -> Result<KVec<ZeroedPage>> {
-        let mut pages = KVec::new();
+    /// A private pool of at most `capacity` pages in the depot, filled up to `high`.
+    fn filled_pool(capacity: u32, low: u32, high: u32, zero_check: u32) -> Result<Arc<Pool>> {
+        let pool = Pool::new(Limits::new(capacity, low, high, zero_check)?)?;
+        refill::run(&pool);
+        Ok(pool)
+    }
+
+    /// Takes pages until the pool has none left, at most `max`, all on one CPU.
+    fn drain(pool: &Pool, max: usize) -> Result<KVec<ZeroedPage>> {
+        let mut pages = KVec::with_capacity(max, GFP_KERNEL)?;
+        let irqs_off = local_interrupt_disable();
         while pages.len() < max {
-            match IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL) {
-                Some(page) => pages.push(page, GFP_KERNEL)?,
+            match pool.alloc(NumaNode::NO_NODE).0 {
+                Some(page) => {
+                    if let Err(e) = pages.push_within_capacity(page) {
+                        pool.free_zeroed(e.0);
+                        break;
+                    }
+                }
                 None => break,
             }
         }
+        drop(irqs_off);
         Ok(pages)
     }
 
@@ -60,6 +78,13 @@ mod pool_tests {
             }
         }
         Ok(true)
+    }
+
+    fn dirty(page: ZeroedPage) -> Result<Owned<ExclusivePage>> {
+        let mut page = page.into_inner();
+        page.as_pin_mut().write(&[0x5a; 64], PAGE_SIZE - 64)?;
+        page.as_pin_mut().write(&[0xa5; 64], 0)?;
+        Ok(page)
     }
 
     #[test]
@@ -78,101 +103,76 @@ mod pool_tests {
     }
 
     #[test]
-    fn alloc_recycle_round_trip() -> Result {
-        // Zero what earlier tests returned and top the pool up, as the worker would.
-        pool::refill();
-        let hits = STATS.hits.load(Relaxed);
-        let frees = STATS.frees.load(Relaxed);
-        let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL).ok_or(ENOMEM)?;
-        assert!(STATS.hits.load(Relaxed) > hits);
-        assert!(is_zero(&page)?);
-        IommuPt::recycle(page.into_inner());
-        assert!(STATS.frees.load(Relaxed) > frees);
+    fn fill_reaches_the_high_watermark() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let (_, spare) = pool.snapshot()?;
+        assert_eq!(spare.clean, 32);
+        assert_eq!(pool.worker_stats.refills.load(Relaxed), 32);
         Ok(())
     }
 
     #[test]
-    fn returned_dirty_pages_come_out_zeroed() -> Result {
-        pool::refill();
-        let mut pages = drain(4096)?;
-        assert!(!pages.is_empty());
-        // Return every page dirty, then let the worker's zeroing run here.
-        let count = pages.len();
-        while let Some(page) = pages.pop() {
-            let mut page = page.into_inner();
-            page.as_pin_mut().write(&[0x5a; 64], PAGE_SIZE - 64)?;
-            page.as_pin_mut().write(&[0xa5; 64], 0)?;
-            IommuPt::recycle(page);
+    fn alloc_free_round_trip() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let page = pool.alloc(NumaNode::NO_NODE).0.ok_or(ENOMEM)?;
+        assert!(is_zero(&page)?);
+        pool.free_dirty(page.into_inner());
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.allocs, 1);
+        assert_eq!(counters.hits, 1);
+        assert_eq!(counters.frees, 1);
+        assert_eq!(counters.outstanding, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn dirty_pages_come_out_zeroed() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let pages = drain(&pool, 1024)?;
+        assert_eq!(pages.len(), 32);
+        let mut dirty_pages = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        for page in pages {
+            dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
         }
-        pool::refill();
-        let again = drain(count)?;
-        assert!(!again.is_empty());
+        // On the CPU that drains them again below.
+        let irqs_off = local_interrupt_disable();
+        for page in dirty_pages {
+            pool.free_dirty(page);
+        }
+        let again = drain(&pool, 1024);
+        drop(irqs_off);
+        let again = again?;
+        assert_eq!(again.len(), 32);
         for page in again.iter() {
             assert!(is_zero(page)?);
         }
-        for page in again {
-            IommuPt::recycle(page.into_inner());
-        }
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.zeroed_on_alloc, 32);
         Ok(())
     }
 
     #[test]
-    fn request_zeroes_a_dirty_page_when_no_clean_one_is_left() -> Result {
-        // Hold every clean page and every returned one: the pool is empty.
-        let held = drain(4096)?;
-        // One page comes back dirty. Unless the worker zeroed it meanwhile, the next request
-        // finds no clean page and zeroes this one itself: either way it gets all zeroes.
-        let mut page = ExclusivePage::alloc_page(GFP_KERNEL)?;
-        page.as_pin_mut().write(&[0x5a; 64], 128)?;
-        STATS.outstanding.add(1, Relaxed);
-        IommuPt::recycle(page);
-        // `None` only if the worker holds the page right now, zeroing it outside the lock.
-        let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL);
-        let zero = page.as_ref().map(|page| is_zero(page));
-        if let Some(page) = page {
-            IommuPt::recycle(page.into_inner());
-        }
-        for page in held {
-            IommuPt::recycle(page.into_inner());
-        }
-        if let Some(zero) = zero {
-            assert!(zero?);
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn zeroed_table_is_reused_without_zeroing() -> Result {
-        // Hold every clean page, so that the next request can only be served by the page this
-        // test returns as cleared (or by the worker's refill, which allocates zeroed pages).
-        let held = drain(4096)?;
-        let zeroed_on_alloc = STATS.zeroed_on_alloc.load(Relaxed);
-        let frees_zeroed = STATS.frees_zeroed.load(Relaxed);
+    fn emptied_table_is_reused_without_zeroing() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
         let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
         let pfn = page.pfn();
-        STATS.outstanding.add(1, Relaxed);
-        IommuPt::recycle_zeroed(page);
-        assert!(STATS.frees_zeroed.load(Relaxed) > frees_zeroed);
-        let again = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL);
-        let same = again.as_ref().is_some_and(|page| page.pfn() == pfn);
-        let zero = again.as_ref().map(|page| is_zero(page));
-        if let Some(page) = again {
-            IommuPt::recycle(page.into_inner());
-        }
-        for page in held {
-            IommuPt::recycle(page.into_inner());
-        }
-        // A concurrent domain may take the page first; if this test got it, it came straight
-        // back clean: nobody zeroed a page between the free and the request.
-        if same {
-            assert_eq!(STATS.zeroed_on_alloc.load(Relaxed), zeroed_on_alloc);
-            assert!(zero.is_some_and(|z| z.is_ok_and(|z| z)));
-        }
+        // On one CPU throughout: the page goes into this CPU's cache and comes straight out.
+        let irqs_off = local_interrupt_disable();
+        pool.free_zeroed(page);
+        let again = pool.alloc(NumaNode::NO_NODE).0;
+        drop(irqs_off);
+        let again = again.ok_or(ENOMEM)?;
+        assert_eq!(again.pfn(), pfn);
+        assert!(is_zero(&again)?);
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.frees_zeroed, 1);
+        assert_eq!(counters.zeroed_on_alloc, 0);
+        assert_eq!(pool.worker_stats.zeroed.load(Relaxed), 0);
         Ok(())
     }
 
     #[test]
-    fn zero_check_catches_a_page_that_is_not_zero() -> Result {
+    fn zero_check_takes_a_dirty_page_as_dirty() -> Result {
         let mut page = ExclusivePage::alloc_page(GFP_KERNEL)?;
         page.as_pin_mut().write(&[0x5a], PAGE_SIZE - 1)?;
         assert!(!pool::is_all_zero(&page)?);
@@ -182,71 +182,79 @@ mod pool_tests {
     }
 
     #[test]
-    fn capacity_bounds_the_pool() -> Result {
-        let capacity = POOL.lock().limits().map_or(0, |l| l.capacity());
-        assert!(capacity > 0);
-        let over = STATS.frees_over_capacity.load(Relaxed);
-        // Fresh pages, one more than the pool can hold, all returned as if they were tables.
+    fn a_full_cache_spills_a_batch_to_the_depot() -> Result {
+        let pool = filled_pool(1024, 4, 32, 0)?;
         let mut pages = KVec::new();
-        for _ in 0..=capacity {
+        for _ in 0..=CACHE_PAGES {
+            pages.push(
+                ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+        let irqs_off = local_interrupt_disable();
+        for page in pages {
+            pool.free_zeroed(page);
+        }
+        drop(irqs_off);
+        let (counters, spare) = pool.snapshot()?;
+        assert_eq!(counters.cache_spills, 1);
+        assert_eq!(counters.frees_over_capacity, 0);
+        assert_eq!(spare.clean, 32 + BATCH);
+        assert_eq!(spare.clean + spare.cpu_clean, 32 + CACHE_PAGES + 1);
+        Ok(())
+    }
+
+    #[test]
+    fn capacity_bounds_the_depot() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        // Fresh pages, far more than the depot and this CPU's cache can hold, freed as tables.
+        let count = 64 + 2 * CACHE_PAGES + BATCH;
+        let mut pages = KVec::new();
+        for _ in 0..count {
             pages.push(ExclusivePage::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
         }
         for page in pages {
-            STATS.outstanding.add(1, Relaxed);
-            IommuPt::recycle(page);
+            pool.free_dirty(page);
         }
-        assert!(POOL.lock().node_len(NumaNode::NO_NODE) <= capacity);
-        assert!(STATS.frees_over_capacity.load(Relaxed) > over);
+        let (counters, spare) = pool.snapshot()?;
+        assert!(spare.clean + spare.dirty <= 64);
+        assert!(counters.frees_over_capacity > 0);
         Ok(())
     }
 
     #[test]
-    fn empty_pool_falls_back_to_c() -> Result {
-        let fallbacks = STATS.fallbacks.load(Relaxed);
-        let capacity = POOL.lock().limits().map_or(0, |l| l.capacity());
-        let pages = drain(4 * capacity)?;
-        // The pool ran dry: the last request was left to C.
-        assert!(STATS.fallbacks.load(Relaxed) > fallbacks);
-        for page in pages {
-            IommuPt::recycle(page.into_inner());
-        }
+    fn sustained_demand_is_left_to_c() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let pages = drain(&pool, 1024)?;
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.fallbacks, 1);
+        assert_eq!(counters.allocs, counters.hits + counters.fallbacks);
+        // A request fell back since the worker last ran: it does not refill from C.
+        let refills = pool.worker_stats.refills.load(Relaxed);
+        refill::run(&pool);
+        assert_eq!(pool.worker_stats.refills.load(Relaxed), refills);
+        assert_eq!(pool.worker_stats.refills_skipped.load(Relaxed), 1);
+        // No fallback since: now it does.
+        refill::run(&pool);
+        assert_eq!(pool.worker_stats.refills.load(Relaxed), refills + 32);
+        drop(pages);
         Ok(())
     }
 
     #[test]
-    fn statistics_add_up() -> Result {
-        let pages = drain(8)?;
-        for page in pages {
-            IommuPt::recycle(page.into_inner());
-        }
-        // Each request is a hit or a fallback; racing requests only make `allocs` lead.
-        let fallbacks = STATS.fallbacks.load(Relaxed);
-        let hits = STATS.hits.load(Relaxed);
-        let allocs = STATS.allocs.load(Relaxed);
-        assert!(allocs >= hits + fallbacks);
-        assert!(STATS.frees.load(Relaxed) >= STATS.frees_over_capacity.load(Relaxed));
-        let (clean, dirty) = POOL.lock().counts();
-        assert!(clean + dirty <= POOL.lock().limits().map_or(0, |l| l.capacity()));
-        Ok(())
-    }
-
-    #[test]
-    fn recycle_with_irqs_off() -> Result {
-        // A fresh page stands in for a freed table: the pool may be empty right now.
+    fn free_and_alloc_with_irqs_off() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
         let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
-        STATS.outstanding.add(1, Relaxed);
-        let frees = STATS.frees.load(Relaxed);
         let irqs_off = KBox::pin_init(new_spinlock_irq!(()), GFP_KERNEL)?;
         let guard = irqs_off.lock();
         // As from the IOTLB flush completion in softirq or with IRQs off: must not sleep.
-        IommuPt::recycle(page);
+        pool.free_dirty(page);
         // Allocation runs under RCU and may come with IRQs off as well.
-        let page = IommuPt::alloc(NumaNode::NO_NODE, GFP_KERNEL);
+        let page = pool.alloc(NumaNode::NO_NODE).0;
         drop(guard);
-        assert!(STATS.frees.load(Relaxed) > frees);
-        if let Some(page) = page {
-            IommuPt::recycle(page.into_inner());
-        }
+        assert!(page.is_some());
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.frees, 1);
         Ok(())
     }
 }

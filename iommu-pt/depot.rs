@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The depot of one NUMA node: the spare pages of the node beyond the CPUs' caches.
+//!
+//! The caches take and give pages in batches under the depot's lock. Two counts kept next to
+//! the lock, written under it and read without it, let a cache see that the depot is empty or
+//! full without taking the lock: a free past capacity goes back to the page allocator without
+//! touching a shared lock.
+
+use crate::{
+    cpu_cache::BATCH,
+    stats::SpareCounts, //
+};
+use kernel::{
+    iommu::pages::ZeroedPage,
+    new_spinlock_irq,
+    page::ExclusivePage,
+    prelude::*,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        SpinLockIrq,
+        SpinLockIrqGuard, //
+    },
+    types::Owned,
+};
+
+/// The pages of a depot.
+///
+/// # Invariants
+///
+/// `clean.len() + dirty.len() <= capacity`, and both vectors have room for `capacity` elements
+/// (or none at all while `capacity` is 0, before the worker set the depot up).
+pub(crate) struct DepotPages {
+    pub(crate) clean: KVec<ZeroedPage>,
+    pub(crate) dirty: KVec<Owned<ExclusivePage>>,
+    capacity: usize,
+}
+
+impl DepotPages {
+    fn len(&self) -> usize {
+        self.clean.len() + self.dirty.len()
+    }
+
+    /// Takes a clean page back, unless the depot is full.
+    pub(crate) fn push_clean(&mut self, page: ZeroedPage) -> Result<(), ZeroedPage> {
+        if self.len() >= self.capacity {
+            return Err(page);
+        }
+        self.clean.push_within_capacity(page).map_err(|e| e.0)
+    }
+
+    /// Takes a dirty page back, unless the depot is full.
+    pub(crate) fn push_dirty(
+        &mut self,
+        page: Owned<ExclusivePage>,
+    ) -> Result<(), Owned<ExclusivePage>> {
+        if self.len() >= self.capacity {
+            return Err(page);
+        }
+        self.dirty.push_within_capacity(page).map_err(|e| e.0)
+    }
+
+    /// Takes a spare page to give back to the page allocator, a dirty one first.
+    pub(crate) fn take_spare(&mut self) -> Option<Owned<ExclusivePage>> {
+        self.dirty
+            .pop()
+            .or_else(|| self.clean.pop().map(ZeroedPage::into_inner))
+    }
+}
+
+/// The depot of one node.
+#[pin_data]
+pub(crate) struct Depot {
+    #[pin]
+    pages: SpinLockIrq<DepotPages>,
+    /// `pages.clean.len() + pages.dirty.len()`, as of the last change.
+    len_hint: Atomic<usize>,
+    /// `pages.capacity`, 0 until the worker set the depot up.
+    capacity_hint: Atomic<usize>,
+    /// A request for this node found it not set up: the worker should.
+    pub(crate) wanted: Atomic<bool>,
+    /// A request fell back to C since the worker last ran: demand outruns what the depot gets
+    /// back, and refilling it from the page allocator would only move C's cost.
+    pub(crate) fell_back: Atomic<bool>,
+}
+
+/// A depot's pages, locked: updates the lock-free counts when it is dropped.
+pub(crate) struct Locked<'a> {
+    depot: &'a Depot,
+    guard: SpinLockIrqGuard<'a, DepotPages>,
+}
+
+impl core::ops::Deref for Locked<'_> {
+    type Target = DepotPages;
+
+    fn deref(&self) -> &DepotPages {
+        &self.guard
+    }
+}
+
+impl core::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut DepotPages {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.depot.len_hint.store(self.guard.len(), Relaxed);
+    }
+}
+
+impl Depot {
+    /// An empty depot, not set up: it keeps no page until [`Depot::set_up`].
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // INVARIANT: No capacity, no pages.
+            pages <- new_spinlock_irq!(DepotPages {
+                clean: KVec::new(),
+                dirty: KVec::new(),
+                capacity: 0,
+            }),
+            len_hint: Atomic::new(0),
+            capacity_hint: Atomic::new(0),
+            wanted: Atomic::new(false),
+            fell_back: Atomic::new(false),
+        })
+    }
+
+    /// Gives the depot room for `capacity` pages, if it has none yet. May sleep.
+    pub(crate) fn set_up(&self, capacity: usize) -> Result {
+        if self.is_set_up() {
+            return Ok(());
+        }
+        let clean = KVec::with_capacity(capacity, GFP_KERNEL)?;
+        let dirty = KVec::with_capacity(capacity, GFP_KERNEL)?;
+        let mut pages = self.lock();
+        if pages.capacity == 0 {
+            // INVARIANT: The depot had no room and so no page; now both vectors have room for
+            // `capacity` pages.
+            pages.clean = clean;
+            pages.dirty = dirty;
+            pages.capacity = capacity;
+            self.capacity_hint.store(capacity, Relaxed);
+        }
+        // Otherwise another set-up won; the vectors are freed here, after the lock is dropped.
+        drop(pages);
+        Ok(())
+    }
+
+    /// Whether the depot has room for pages.
+    pub(crate) fn is_set_up(&self) -> bool {
+        self.capacity_hint.load(Relaxed) != 0
+    }
+
+    /// Locks the depot's pages.
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            depot: self,
+            guard: self.pages.lock(),
+        }
+    }
+
+    /// Whether the depot had any page when last changed; read without the lock.
+    pub(crate) fn may_have_pages(&self) -> bool {
+        self.len_hint.load(Relaxed) != 0
+    }
+
+    /// Whether the depot was full when last changed; read without the lock.
+    pub(crate) fn seems_full(&self) -> bool {
+        self.len_hint.load(Relaxed) + BATCH > self.capacity_hint.load(Relaxed)
+    }
+
+    /// All the pages, as of the last change.
+    pub(crate) fn len(&self) -> usize {
+        self.len_hint.load(Relaxed)
+    }
+
+    /// Adds the depot's pages to `counts`.
+    pub(crate) fn count(&self, counts: &mut SpareCounts) {
+        let pages = self.lock();
+        counts.clean += pages.clean.len();
+        counts.dirty += pages.dirty.len();
+    }
+}
