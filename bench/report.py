@@ -197,14 +197,49 @@ def main():
                      "task_clock_ms_rust": tr, "pool_worker_ms": worker,
                      "pool_fallbacks": fb})
 
-    print("\nUnmap side (ns per unmap ioctl or call, medians):\n")
-    print("| workload | C | Rust | Rust/C |")
-    print("|---|---|---|---|")
+    def med(d, key):
+        return statistics.median(d[key]) if d.get(key) else float("nan")
+
+    def r3(x):
+        return f"{x:.3f}" if x == x else "-"
+
+    def ratio_of(c, r, key):
+        mc, mr = med(c, key), med(r, key)
+        return mr / mc if mc == mc and mr == mr and mc else float("nan")
+
+    print("\nUnmap and teardown side (medians): ns per unmap ioctl or call (per page freed for"
+          " k_alloc_*), and ns per table freed when the domain is freed (in-kernel map workloads):\n")
+    print("| workload | unmap C | unmap Rust | unmap Rust/C | teardown ns/table C | Rust | teardown Rust/C |")
+    print("|---|---|---|---|---|---|---|")
+    by_name = {row["workload"]: row for row in rows}
     for w in order:
         c, r = data.get((w, "c"), {}), data.get((w, "rust"), {})
-        if "ns_per_unmap" in c and "ns_per_unmap" in r:
-            mc, mr = statistics.median(c["ns_per_unmap"]), statistics.median(r["ns_per_unmap"])
-            print(f"| {w} | {fmt(mc)} | {fmt(mr)} | {mr / mc if mc else float('nan'):.3f} |")
+        # The free side of the k_alloc workloads stands for their unmap side.
+        key = "ns_per_unmap" if "ns_per_unmap" in c else "ns_per_free"
+        if key not in c or key not in r:
+            continue
+        unmap = ratio_of(c, r, key)
+        teardown = ratio_of(c, r, "ns_per_table_freed")
+        if w in by_name:
+            by_name[w]["unmap_ratio"] = unmap
+            by_name[w]["teardown_ratio"] = teardown
+        print(f"| {w} | {fmt(med(c, key))} | {fmt(med(r, key))} | {r3(unmap)} "
+              f"| {fmt(med(c, 'ns_per_table_freed'))} | {fmt(med(r, 'ns_per_table_freed'))} "
+              f"| {r3(teardown)} |")
+
+    print("\nLatency of one map call (medians over the runs of the first round's p50 and p99):\n")
+    print("| workload | p50 C | p50 Rust | p50 Rust/C | p99 C | p99 Rust | p99 Rust/C |")
+    print("|---|---|---|---|---|---|---|")
+    for w in order:
+        c, r = data.get((w, "c"), {}), data.get((w, "rust"), {})
+        if "p99_map_ns" not in c or "p99_map_ns" not in r:
+            continue
+        p50, p99 = ratio_of(c, r, "p50_map_ns"), ratio_of(c, r, "p99_map_ns")
+        if w in by_name:
+            by_name[w]["p50_ratio"] = p50
+            by_name[w]["p99_ratio"] = p99
+        print(f"| {w} | {fmt(med(c, 'p50_map_ns'))} | {fmt(med(r, 'p50_map_ns'))} | {r3(p50)} "
+              f"| {fmt(med(c, 'p99_map_ns'))} | {fmt(med(r, 'p99_map_ns'))} | {r3(p99)} |")
 
     print("\nMemory (medians): tables held at the end of the workload (NR_IOMMU_PAGES"
           " minus before), and the pool's spare pages after it:\n")

@@ -7,7 +7,7 @@
 # ratios (SVG) and the profiles go to bench/results/<UTC timestamp>/<clock>/
 # (bench/report.py); the tables are printed at the end.
 #
-# usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--skip-build]
+# usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--only LIST] [--skip-build]
 #
 # --runs N       runs per workload and allocator (default 5, at least 2)
 # --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time
@@ -17,18 +17,23 @@
 #                clock for all vCPUs: with two, an interval measured on one
 #                would include what the other executed meanwhile.
 # --clock both   both boots, icount first (default; under KVM only wall)
+# --only LIST    only these workloads (comma-separated names, e.g.
+#                k_alloc_burst,k_growth), and no profiles: for a quick look;
+#                the results of a full run are what RESULTS.md quotes
 
 . "$(dirname "$0")/../scripts/lib.sh"
 
 runs=5
 clock=both
 skip_build=0
+only=all
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=${2:?--runs needs a number}; shift 2 ;;
 	--clock) clock=${2:?--clock needs wall, icount or both}; shift 2 ;;
+	--only) only=${2:?--only needs a list of workload names}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
-	-h | --help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench/run.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
@@ -74,7 +79,7 @@ for c in "${clocks[@]}"; do
 		--append "hugepagesz=2M hugepages=8" -- \
 		bench/guest/bench.sh "$runs" "$GUEST_MODULE" \
 		"$GUEST_WORK/bench-kmod/iommu_pt_bench.ko" "$GUEST_WORK/bench-bin" \
-		"$OUT/bench-profiles-$c" "$results"; then
+		"$OUT/bench-profiles-$c" "$results" "$only"; then
 		warn "the $c benchmark guest failed (see $log)"
 		status=1
 		continue

@@ -28,8 +28,8 @@ pub(crate) const BATCH: usize = CACHE_PAGES / 2;
 ///
 /// # Invariants
 ///
-/// Both vectors have room for [`CACHE_PAGES`] elements and hold pages of node `node` only, so
-/// pushing within that bound never allocates.
+/// Both vectors have room for [`CACHE_PAGES`] elements, so pushing within that bound never
+/// allocates. They hold pages of node `node` only: callers push no other.
 pub(crate) struct CpuCache {
     node: usize,
     pub(crate) clean: KVec<ZeroedPage>,
@@ -68,7 +68,7 @@ impl CpuCache {
 
     /// Keeps a clean page of this cache's node, or gives it back if the array is full.
     pub(crate) fn push_clean(&mut self, page: ZeroedPage) -> Result<(), ZeroedPage> {
-        if self.clean.len() >= CACHE_PAGES || !self.holds(page.nid()) {
+        if self.clean.len() >= CACHE_PAGES {
             return Err(page);
         }
         self.clean.push_within_capacity(page).map_err(|e| e.0)
@@ -79,7 +79,7 @@ impl CpuCache {
         &mut self,
         page: Owned<ExclusivePage>,
     ) -> Result<(), Owned<ExclusivePage>> {
-        if self.dirty.len() >= CACHE_PAGES || !self.holds(page.nid()) {
+        if self.dirty.len() >= CACHE_PAGES {
             return Err(page);
         }
         self.dirty.push_within_capacity(page).map_err(|e| e.0)

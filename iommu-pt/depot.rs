@@ -82,9 +82,14 @@ pub(crate) struct Depot {
     capacity_hint: Atomic<usize>,
     /// A request for this node found it not set up: the worker should.
     pub(crate) wanted: Atomic<bool>,
-    /// A request fell back to C since the worker last ran: demand outruns what the depot gets
-    /// back, and refilling it from the page allocator would only move C's cost.
-    pub(crate) fell_back: Atomic<bool>,
+    /// Requests or frees used the depot, or fell back to C, since the worker last looked: the
+    /// worker waits for a quiet period before it zeroes or refills, so that work moved off the
+    /// request path does not land in the middle of the demand it was moved from.
+    busy: Atomic<bool>,
+    /// A request for the node fell back to C since the worker last refilled: demand went past
+    /// what the pool holds. The next refill is left to the tables that come back; pages from the
+    /// page allocator would only stand in for the ones C hands out anyway.
+    drained: Atomic<bool>,
 }
 
 /// A depot's pages, locked: updates the lock-free counts when it is dropped.
@@ -126,7 +131,8 @@ impl Depot {
             len_hint: Atomic::new(0),
             capacity_hint: Atomic::new(0),
             wanted: Atomic::new(false),
-            fell_back: Atomic::new(false),
+            busy: Atomic::new(false),
+            drained: Atomic::new(false),
         })
     }
 
@@ -149,6 +155,39 @@ impl Depot {
         // Otherwise another set-up won; the vectors are freed here, after the lock is dropped.
         drop(pages);
         Ok(())
+    }
+
+    /// Notes that requests are using the depot. Written only when it changes: no shared cache
+    /// line is dirtied on every request.
+    pub(crate) fn note_busy(&self) {
+        if !self.busy.load(Relaxed) {
+            self.busy.store(true, Relaxed);
+        }
+    }
+
+    /// Whether requests used the depot since the last call.
+    pub(crate) fn take_busy(&self) -> bool {
+        let busy = self.busy.load(Relaxed);
+        if busy {
+            self.busy.store(false, Relaxed);
+        }
+        busy
+    }
+
+    /// Notes that a request for the node fell back to C. Written only when it changes.
+    pub(crate) fn note_drained(&self) {
+        if !self.drained.load(Relaxed) {
+            self.drained.store(true, Relaxed);
+        }
+    }
+
+    /// Whether a request fell back to C since the last call.
+    pub(crate) fn take_drained(&self) -> bool {
+        let drained = self.drained.load(Relaxed);
+        if drained {
+            self.drained.store(false, Relaxed);
+        }
+        drained
     }
 
     /// Whether the depot has room for pages.

@@ -17,6 +17,7 @@ use kernel::{
         Dir,
         File, //
     },
+    page::page_allocator_checks_freed_pages,
     prelude::*,
     sync::Arc,
 };
@@ -77,9 +78,9 @@ impl kernel::Module for IommuPtModule {
             module_parameters::high_watermark.value(),
             module_parameters::zero_check.value(),
         )?;
-        let pool = pool::Pool::new(limits)?;
+        let pool = pool::Pool::new(limits, page_allocator_checks_freed_pages())?;
         // Fill the depot of this CPU's node before the first request.
-        refill::run(&pool);
+        refill::refill_now(&pool);
 
         let dir = Dir::new(c"iommu_pt");
         let stats = KBox::pin_init(
@@ -91,6 +92,12 @@ impl kernel::Module for IommuPtModule {
             GFP_KERNEL,
         )?;
         let provider = provider::Provider::start(pool.clone())?;
+        if pool.bypassed() {
+            pr_info!(
+                "the page allocator checks freed pages (debug_pagealloc, init_on_free, page \
+                 poisoning or KASAN): the pool keeps none and leaves every table to it\n"
+            );
+        }
         pr_info!(
             "providing generic_pt table pages (capacity {}, watermarks {}..{})\n",
             limits.capacity(),

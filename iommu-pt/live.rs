@@ -77,6 +77,8 @@ impl Drop for Publication {
     fn drop(&mut self) {
         let live = LIVE.xchg(ptr::null_mut(), Acquire);
         if !live.is_null() {
+            // SAFETY: As below; the box is still alive here.
+            unsafe { (*live).pool.stop() };
             // SAFETY: By the type invariant, `live` is the published box, and the callbacks that
             // could use it are unregistered (see `get()`). Dropping it destroys the queue, which
             // waits for the worker.

@@ -31,7 +31,10 @@ use crate::{
         WorkerStats, //
     },
 };
-use core::fmt;
+use core::{
+    fmt,
+    mem::MaybeUninit, //
+};
 use kernel::{
     alloc::{
         flags::GFP_KERNEL,
@@ -44,8 +47,11 @@ use kernel::{
     percpu::PerCpu,
     prelude::*,
     sync::{
-        atomic::Relaxed,
-        Arc, //
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
     },
     types::Owned,
 };
@@ -53,10 +59,16 @@ use kernel::{
 /// The pool: its limits, the CPUs' caches and the nodes' depots.
 pub(crate) struct Pool {
     limits: Limits,
+    /// The page allocator checks freed pages (debug_pagealloc, init_on_free, page poisoning,
+    /// KASAN): the pool keeps no page, so that a table used after its free stays visible to
+    /// those checks. Every request is left to C and every free goes back to it.
+    bypass: bool,
     caches: PerCpu<CpuCache>,
     /// Indexed by node id, one for every id `NumaNode::new()` accepts.
     depots: KVec<Pin<KBox<Depot>>>,
     pub(crate) worker_stats: WorkerStats,
+    /// The pool is being torn down: the worker stops waiting and returns.
+    stopping: Atomic<bool>,
 }
 
 /// A spare page taken for a request.
@@ -66,35 +78,67 @@ enum Spare {
 }
 
 /// Pages that a free found no room for, freed to the page allocator once interrupts are enabled
-/// again.
+/// again, when this is dropped.
+///
+/// It lives in the frame of [`Pool::free`] and is filled through a reference: an array of
+/// `Option`s returned from the per-CPU closure would be initialised and copied on every free,
+/// even the ones that spill nothing.
+///
+/// # Invariants
+///
+/// The first `len` elements of `pages` are initialised, and `len <= SPILL`.
 struct Spill {
-    pages: [Option<Owned<ExclusivePage>>; BATCH + 1],
+    pages: [MaybeUninit<Owned<ExclusivePage>>; SPILL],
     len: usize,
 }
 
+/// A full batch and the page being freed.
+const SPILL: usize = BATCH + 1;
+
 impl Spill {
     fn new() -> Self {
+        // INVARIANT: No element is initialised, and `len` is 0.
         Self {
-            pages: [const { None }; BATCH + 1],
+            pages: [const { MaybeUninit::uninit() }; SPILL],
             len: 0,
         }
     }
 
-    /// Keeps `page` to be freed. At most `BATCH + 1` pages: a full batch and the page being
-    /// freed.
+    /// The pages kept to be freed.
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Keeps `page` to be freed.
     fn push(&mut self, page: Owned<ExclusivePage>) {
-        if let Some(slot) = self.pages.get_mut(self.len) {
-            *slot = Some(page);
-            self.len += 1;
+        match self.pages.get_mut(self.len) {
+            Some(slot) => {
+                slot.write(page);
+                // INVARIANT: The element at the old `len` was just initialised.
+                self.len += 1;
+            }
+            // Cannot happen: at most a batch and one page are spilled. Freed at once instead.
+            None => drop(page),
         }
-        // Cannot happen; dropping the page here would only free it early.
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        for slot in &mut self.pages[..self.len] {
+            // SAFETY: The first `len` elements are initialised (type invariant), and each is
+            // dropped once: `self` is not used after this.
+            unsafe { slot.assume_init_drop() };
+        }
     }
 }
 
 impl Pool {
     /// Makes an empty pool with the given limits, whose depot of the current CPU's node is set
-    /// up. The worker ([`crate::refill::run`]) fills it.
-    pub(crate) fn new(limits: Limits) -> Result<Arc<Self>> {
+    /// up. The worker ([`crate::refill::run`]) fills it. With `bypass`, the pool keeps no page
+    /// and leaves everything to C, as it must while
+    /// [`kernel::page::page_allocator_checks_freed_pages()`].
+    pub(crate) fn new(limits: Limits, bypass: bool) -> Result<Arc<Self>> {
         let caches = PerCpu::new(GFP_KERNEL, CpuCache::new)?;
         let mut depots = KVec::new();
         for id in 0.. {
@@ -105,9 +149,11 @@ impl Pool {
         }
         let pool = Self {
             limits,
+            bypass,
             caches,
             depots,
             worker_stats: WorkerStats::new(),
+            stopping: Atomic::new(false),
         };
         if let Some(home) = CpuId::current().mem_node().id() {
             pool.depot(home).ok_or(EINVAL)?.set_up(limits.capacity())?;
@@ -118,6 +164,21 @@ impl Pool {
     /// The pool's limits.
     pub(crate) fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Tells the worker to stop: the pool is being torn down.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Relaxed);
+    }
+
+    /// Whether the pool is being torn down.
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(Relaxed)
+    }
+
+    /// Whether the pool keeps no page because the page allocator checks freed ones.
+    pub(crate) fn bypassed(&self) -> bool {
+        self.bypass
     }
 
     /// The depot of node `idx`.
@@ -135,7 +196,9 @@ impl Pool {
     pub(crate) fn alloc(&self, nid: NumaNode) -> (Option<ZeroedPage>, bool) {
         let taken = self.caches.with_local(|cache| {
             cache.counters.allocs += 1;
-            let (spare, mut kick) = if cache.serves(nid) {
+            let (spare, mut kick) = if self.bypass {
+                (None, false)
+            } else if cache.serves(nid) {
                 match cache.clean.pop() {
                     Some(page) => (Some(Spare::Clean(page)), false),
                     None => {
@@ -160,9 +223,12 @@ impl Pool {
                     cache.counters.zeroed_on_alloc += 1;
                 }
                 None => {
+                    // C leaves this provider alone for the rest of the tick (patch "Leave a
+                    // provider that ran dry alone until the next tick"). Tell the worker that
+                    // demand goes on.
                     cache.counters.fallbacks += 1;
                     let idx = nid.id().unwrap_or(cache.node());
-                    if let Some(depot) = self.depot(idx) {
+                    if let Some(depot) = self.depot(idx).filter(|_| !self.bypass) {
                         kick |= note_fallback(depot);
                     }
                 }
@@ -192,6 +258,7 @@ impl Pool {
             return false;
         }
         let low = self.limits.low();
+        depot.note_busy();
         let mut pages = depot.lock();
         let before = pages.clean.len();
         while cache.clean.len() < BATCH {
@@ -199,7 +266,7 @@ impl Pool {
                 break;
             };
             if let Err(page) = cache.push_clean(page) {
-                // Not this node's: cannot happen, the depot keeps only its own.
+                // Cannot happen: the array has room for a batch. Back to the depot.
                 let _ = pages.push_clean(page);
                 break;
             }
@@ -265,49 +332,49 @@ impl Pool {
     /// should run.
     fn free(&self, page: Spare) -> bool {
         let mut page = Some(page);
-        let done = self.caches.with_local(|cache| {
+        let mut spill = Spill::new();
+        let kick = self.caches.with_local(|cache| {
             let Some(page) = page.take() else {
-                return (None, false);
+                return false;
             };
             cache.counters.frees += 1;
             cache.counters.outstanding -= 1;
             if matches!(page, Spare::Clean(_)) {
                 cache.counters.frees_zeroed += 1;
             }
-            let mut spill = None;
             let mut kick = false;
             let nid = match &page {
                 Spare::Clean(p) => p.nid(),
                 Spare::Dirty(p) => p.nid(),
             };
-            let page = if cache.holds(nid) {
+            let page = if self.bypass {
+                Err(page)
+            } else if cache.holds(nid) {
                 match self.push_local(cache, page) {
-                    Ok(()) => return (None, false),
+                    Ok(()) => return false,
                     Err(page) => {
                         // The array is full: a batch goes to the depot, or back to C.
-                        let mut out = Spill::new();
-                        kick = self.spill_cache(cache, &page, &mut out);
-                        let page = self.push_local(cache, page);
-                        spill = Some(out);
-                        page
+                        kick = self.spill_cache(cache, &page, &mut spill);
+                        self.push_local(cache, page)
                     }
                 }
             } else {
                 Err(page)
             };
             if let Err(page) = page {
-                // Another node's page (or, cannot happen, a cache still full): to its depot.
-                let out = spill.get_or_insert_with(Spill::new);
-                kick |= self.give_to_depot(nid, page, out);
+                if self.bypass {
+                    spill.push(into_page(page));
+                } else {
+                    // Another node's page (or, cannot happen, a cache still full): to its depot.
+                    kick |= self.give_to_depot(nid, page, &mut spill);
+                }
             }
-            if let Some(out) = &spill {
-                cache.counters.frees_over_capacity += out.len as u64;
-            }
-            (spill, kick)
+            cache.counters.frees_over_capacity += spill.len() as u64;
+            kick
         });
-        match done {
-            // The spilled pages are freed here, with interrupts enabled again.
-            Some((_spill, kick)) => kick,
+        // The spilled pages are freed when `spill` goes, with interrupts enabled again.
+        match kick {
+            Some(kick) => kick,
             None => {
                 // This CPU's cache is in use further up the call chain: cannot happen from C.
                 // The page goes to the page allocator; the counters miss it.
@@ -331,6 +398,9 @@ impl Pool {
     fn spill_cache(&self, cache: &mut CpuCache, like: &Spare, out: &mut Spill) -> bool {
         cache.counters.cache_spills += 1;
         let clean = matches!(like, Spare::Clean(_));
+        if let Some(depot) = self.depot(cache.node()) {
+            depot.note_busy();
+        }
         let depot = self
             .depot(cache.node())
             .filter(|d| d.is_set_up() && !d.seems_full());
@@ -377,6 +447,7 @@ impl Pool {
             out.push(into_page(page));
             return false;
         };
+        depot.note_busy();
         if !depot.is_set_up() {
             out.push(into_page(page));
             return note_fallback(depot);
@@ -417,7 +488,8 @@ impl Pool {
     /// Writes the statistics file.
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (counters, spare) = self.snapshot().map_err(|_| fmt::Error)?;
-        stats::show(&counters, &self.worker_stats, &spare, f)
+        stats::show(&counters, &self.worker_stats, &spare, f)?;
+        writeln!(f, "bypass {}", u8::from(self.bypass))
     }
 
     /// Writes the page frame numbers of the spare pages, in the CPUs' caches and in the depots,
@@ -458,10 +530,8 @@ impl Pool {
 /// Notes that a request for `depot`'s node fell back to C. Returns whether the worker should
 /// run: to set up a depot that is not.
 fn note_fallback(depot: &Depot) -> bool {
-    // Written only when it changes: a fallback does not dirty a shared cache line each time.
-    if !depot.fell_back.load(Relaxed) {
-        depot.fell_back.store(true, Relaxed);
-    }
+    depot.note_busy();
+    depot.note_drained();
     if depot.is_set_up() || depot.wanted.load(Relaxed) {
         return false;
     }

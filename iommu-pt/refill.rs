@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the worker does: set up the depots that requests asked for, zero the dirty pages of the
-//! depots, and fill each depot up to the high watermark, unless demand outruns it.
+//! depots up to the high watermark, and fill each depot up to it from the page allocator.
 //!
 //! Zeroing here is work moved off the allocation path, not saved, and so is a refill from the
-//! page allocator: `worker_ns` counts it, and benchmarks report it. A depot whose node fell back
-//! to C since the last run is not refilled from the page allocator: under sustained demand, the
-//! pool steps aside and costs what C costs, rather than doing C's work on the worker with
-//! overhead. It refills on a later run, once demand has paused.
+//! page allocator: `worker_ns` counts it, and benchmarks report it. So that moved work does not
+//! land in the middle of the demand it was moved from, the worker first waits for a quiet
+//! period, [`QUIET`] without any request using a depot or falling back to C. Under sustained
+//! demand it does nothing: requests take the dirty pages and zero them, as C zeroes fresh ones,
+//! and fall back to C when the pool runs dry, at C's cost. Once demand pauses, the worker
+//! prepares the pool for the next burst: it zeroes returned tables, and it tops the depot up
+//! from the page allocator unless requests ran it dry since the last refill. After such demand,
+//! the tables that come back refill it; pages from the page allocator would only stand in for
+//! the ones C hands out anyway.
 
 use crate::{
     cpu_cache::BATCH,
@@ -28,14 +33,42 @@ use kernel::{
     prelude::*,
     sync::atomic::Relaxed,
     time::{
+        delay::fsleep,
+        Delta,
         Instant,
         Monotonic, //
     },
     types::Owned,
 };
 
-/// Runs the worker's jobs once, on every node. May sleep.
+/// How long no request may use a depot before the worker zeroes or refills.
+pub(crate) const QUIET: Delta = Delta::from_millis(10);
+
+/// The worker: waits until requests leave the depots alone for [`QUIET`], then runs
+/// [`refill_now`]. Returns early if the pool is being torn down. May sleep.
 pub(crate) fn run(pool: &Pool) {
+    while !quiet(pool) {
+        pool.worker_stats.quiet_waits.add(1, Relaxed);
+        fsleep(QUIET);
+        if pool.stopping() {
+            return;
+        }
+    }
+    refill_now(pool);
+}
+
+/// Whether no request used a depot since the last call.
+pub(crate) fn quiet(pool: &Pool) -> bool {
+    // Every depot's flag is taken, not just the first busy one.
+    pool.depots()
+        .fold(true, |quiet, (_, depot)| !depot.take_busy() && quiet)
+}
+
+/// Runs the worker's jobs once, on every node, now. May sleep.
+pub(crate) fn refill_now(pool: &Pool) {
+    if pool.bypassed() {
+        return;
+    }
     let start = Instant::<Monotonic>::now();
     let stats = &pool.worker_stats;
     stats.runs.add(1, Relaxed);
@@ -49,10 +82,9 @@ pub(crate) fn run(pool: &Pool) {
         if !depot.is_set_up() {
             continue;
         }
-        let zeroed = zero_dirty(depot);
+        let zeroed = zero_dirty(depot, limits.high());
         stats.zeroed.add(zeroed as u64, Relaxed);
-        if depot.fell_back.load(Relaxed) {
-            depot.fell_back.store(false, Relaxed);
+        if depot.take_drained() {
             stats.refills_skipped.add(1, Relaxed);
             continue;
         }
@@ -63,14 +95,19 @@ pub(crate) fn run(pool: &Pool) {
     stats.ns.add(ns, Relaxed);
 }
 
-/// Zeroes the depot's dirty pages, a batch at a time outside its lock. Returns how many.
-fn zero_dirty(depot: &Depot) -> usize {
+/// Zeroes the depot's dirty pages, a batch at a time outside its lock, until it has `high` clean
+/// pages. Returns how many it zeroed.
+///
+/// Beyond `high`, dirty pages stay dirty: a request that takes one zeroes it, as C would zero a
+/// fresh page, and one that the shrinker frees is never zeroed at all.
+fn zero_dirty(depot: &Depot, high: usize) -> usize {
     let mut zeroed = 0;
     loop {
         let mut batch: [Option<Owned<ExclusivePage>>; BATCH] = [const { None }; BATCH];
         {
             let mut pages = depot.lock();
-            for slot in batch.iter_mut() {
+            let room = high.saturating_sub(pages.clean.len());
+            for slot in batch.iter_mut().take(room) {
                 *slot = pages.dirty.pop();
                 if slot.is_none() {
                     break;

@@ -68,10 +68,13 @@ pub(crate) struct WorkerStats {
     pub(crate) zeroed: Atomic<u64>,
     /// Pages the worker allocated to refill a depot.
     pub(crate) refills: Atomic<u64>,
-    /// Times the worker left a depot unfilled because requests had fallen back to C since its
-    /// last run: under sustained demand, a refill would only move C's cost onto the worker.
+    /// Times the worker left a depot to be refilled by returned tables rather than the page
+    /// allocator, because requests had run it dry.
     pub(crate) refills_skipped: Atomic<u64>,
-    /// Times the worker ran.
+    /// Times the worker waited for requests to leave the depots alone: under demand, moved work
+    /// would only land in the middle of it.
+    pub(crate) quiet_waits: Atomic<u64>,
+    /// Times the worker zeroed and refilled.
     pub(crate) runs: Atomic<u64>,
     /// Time the worker spent zeroing and refilling, in nanoseconds.
     pub(crate) ns: Atomic<u64>,
@@ -85,6 +88,7 @@ impl WorkerStats {
             zeroed: Atomic::new(0),
             refills: Atomic::new(0),
             refills_skipped: Atomic::new(0),
+            quiet_waits: Atomic::new(0),
             runs: Atomic::new(0),
             ns: Atomic::new(0),
             shrunk: Atomic::new(0),
@@ -120,6 +124,7 @@ pub(crate) fn show(
         "refills_skipped {}",
         worker.refills_skipped.load(Relaxed)
     )?;
+    writeln!(f, "quiet_waits {}", worker.quiet_waits.load(Relaxed))?;
     writeln!(f, "worker_runs {}", worker.runs.load(Relaxed))?;
     writeln!(f, "worker_ns {}", worker.ns.load(Relaxed))?;
     writeln!(f, "shrunk {}", worker.shrunk.load(Relaxed))?;

@@ -45,8 +45,8 @@ mod pool_tests {
 
     /// A private pool of at most `capacity` pages in the depot, filled up to `high`.
     fn filled_pool(capacity: u32, low: u32, high: u32, zero_check: u32) -> Result<Arc<Pool>> {
-        let pool = Pool::new(Limits::new(capacity, low, high, zero_check)?)?;
-        refill::run(&pool);
+        let pool = Pool::new(Limits::new(capacity, low, high, zero_check)?, false)?;
+        refill::refill_now(&pool);
         Ok(pool)
     }
 
@@ -223,20 +223,25 @@ mod pool_tests {
     }
 
     #[test]
-    fn sustained_demand_is_left_to_c() -> Result {
+    fn the_worker_waits_for_demand_to_pause() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
+        assert!(refill::quiet(&pool));
         let pages = drain(&pool, 1024)?;
         let (counters, _) = pool.snapshot()?;
         assert_eq!(counters.fallbacks, 1);
         assert_eq!(counters.allocs, counters.hits + counters.fallbacks);
-        // A request fell back since the worker last ran: it does not refill from C.
+        // The drain used the depot and fell back: not quiet, the worker would wait.
+        assert!(!refill::quiet(&pool));
+        // Nothing since: quiet. Requests ran the depot dry, so the refill leaves it to the
+        // tables that come back; the one after that tops it up from the page allocator.
+        assert!(refill::quiet(&pool));
         let refills = pool.worker_stats.refills.load(Relaxed);
         refill::run(&pool);
         assert_eq!(pool.worker_stats.refills.load(Relaxed), refills);
         assert_eq!(pool.worker_stats.refills_skipped.load(Relaxed), 1);
-        // No fallback since: now it does.
         refill::run(&pool);
         assert_eq!(pool.worker_stats.refills.load(Relaxed), refills + 32);
+        assert_eq!(pool.worker_stats.quiet_waits.load(Relaxed), 0);
         drop(pages);
         Ok(())
     }
@@ -255,6 +260,27 @@ mod pool_tests {
         assert!(page.is_some());
         let (counters, _) = pool.snapshot()?;
         assert_eq!(counters.frees, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_bypassed_pool_keeps_no_page() -> Result {
+        // As when the page allocator checks freed pages: tables must go back to it.
+        let pool = Pool::new(Limits::new(64, 4, 32, 0)?, true)?;
+        refill::refill_now(&pool);
+        assert!(pool.alloc(NumaNode::NO_NODE).0.is_none());
+        let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        pool.free_dirty(page);
+        let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
+        pool.free_zeroed(page);
+        let (counters, spare) = pool.snapshot()?;
+        assert_eq!(
+            spare.clean + spare.dirty + spare.cpu_clean + spare.cpu_dirty,
+            0
+        );
+        assert_eq!(counters.fallbacks, 1);
+        assert_eq!(counters.frees_over_capacity, 2);
+        assert_eq!(pool.worker_stats.refills.load(Relaxed), 0);
         Ok(())
     }
 }

@@ -6,7 +6,10 @@
 # run swaps the order (C first, then Rust first), so that drift over the boot
 # does not favour one side.
 #
-# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS
+# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS [ONLY]
+#
+# ONLY: a comma-separated list of workload names to run, without the profiles;
+# "all" (the default) runs every workload and the profiles.
 #
 # Writes to RESULTS (not the console, where kernel messages could cut a line)
 # the environment as "# " lines and one line per workload and run:
@@ -25,6 +28,7 @@ bench_ko=$3
 bin=$4
 profiles=$5
 results=$6
+only=${7:-all}
 run_file=/sys/kernel/debug/iommu_pt_bench/run
 . "$(dirname "$0")/../../qemu/guest/lib.sh"
 
@@ -34,6 +38,8 @@ run_file=/sys/kernel/debug/iommu_pt_bench/run
 # k_alloc_128 cycle 8192 pages, twice the pool's capacity, so every page is
 # zeroed within the workload (the steady state). k_steady_emptied maps and
 # unmaps whole leaf tables, 16 a round: they come back emptied by the unmap.
+# k_growth maps 131072 sparse pages, 128 times the pool's capacity, so the pool
+# runs dry early; freeing the domain then frees 131072 leaf tables.
 WORKLOADS=(
 	"k_alloc_burst|k|alloc 128 128"
 	"k_alloc_1|k|alloc 8192 1"
@@ -42,6 +48,7 @@ WORKLOADS=(
 	"k_map_dense|k|map dense 16384"
 	"k_map_sparse|k|map sparse 128"
 	"k_map_sparse_drain|k|map sparse 4096"
+	"k_growth|k|map sparse 131072"
 	"k_map_huge|k|map huge 4096"
 	"k_churn|k|churn 128 32"
 	"k_steady_emptied|k|emptied 16 32"
@@ -54,7 +61,7 @@ WORKLOADS=(
 	"u_type1_huge|u|type1 huge 512"
 	"u_type1_churn|u|type1 churn 128 8"
 )
-POOL_KEYS="allocs hits fallbacks frees frees_zeroed zeroed zeroed_on_alloc refills worker_runs worker_ns"
+POOL_KEYS="allocs hits fallbacks frees frees_zeroed frees_over_capacity zeroed zeroed_on_alloc refills refills_skipped quiet_waits cache_refills cache_spills worker_runs worker_ns"
 
 die() {
 	echo "bench.sh: $*" >&2
@@ -135,6 +142,7 @@ run_set() {
 	fi
 	for w in "${WORKLOADS[@]}"; do
 		IFS='|' read -r name kind args <<<"$w"
+		[ "$only" = all ] || [[ ",$only," == *",$name,"* ]] || continue
 		# shellcheck disable=SC2086
 		run_workload "$run" "$alloc" "$name" "$kind" $args
 	done
@@ -143,6 +151,13 @@ run_set() {
 		rmmod iommu_pt || die "cannot unload iommu_pt"
 	fi
 }
+
+if [ "$only" != all ]; then
+	unknown=$(tr ',' '\n' <<<"$only" | while read -r n; do
+		printf '%s\n' "${WORKLOADS[@]}" | grep -q "^$n|" || echo "$n"
+	done)
+	[ -z "$unknown" ] || die "unknown workloads in the list: $(echo $unknown)"
+fi
 
 t0=$(date +%s)
 for run in $(seq 1 "$runs"); do
@@ -155,6 +170,8 @@ for run in $(seq 1 "$runs"); do
 	fi
 	echo "# run $run done after $(($(date +%s) - t0)) s"
 done
+
+[ "$only" = all ] || exit 0
 
 # Profiles of the sparse workload that drains the pool, under each allocator.
 mkdir -p "$profiles"

@@ -17,6 +17,8 @@
  *	2 MiB so that every map needs a new leaf table (sparse), or 2 MiB pages
  *	(huge). The domain is not attached: no device uses it, so the run
  *	measures table work and table allocation, not IOTLB invalidation.
+ *	Also reported: the median and 99th percentile of one map call, and the
+ *	time freeing the domain takes per table it frees (teardown).
  *   churn COUNT ROUNDS
  *	ROUNDS times: the sparse map of COUNT pages, then unmapping all of it,
  *	which frees the leaf tables; the next round allocates them again.
@@ -38,6 +40,7 @@
 #include <linux/pci.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/vmstat.h>
 
 #include "iommu-pages.h"
@@ -122,9 +125,10 @@ static int bench_alloc(unsigned int iterations, unsigned int inflight)
 	}
 	kvfree(pages);
 	scnprintf(result, sizeof(result),
-		  "op alloc\npages %u\ninflight %u\nalloc_ns %llu\nfree_ns %llu\nns_per_page %llu\n",
+		  "op alloc\npages %u\ninflight %u\nalloc_ns %llu\nfree_ns %llu\nns_per_page %llu\nns_per_free %llu\n",
 		  iterations, inflight, alloc_ns, free_ns,
-		  div_u64(alloc_ns + free_ns, iterations));
+		  div_u64(alloc_ns + free_ns, iterations),
+		  div_u64(free_ns, iterations));
 	return 0;
 }
 
@@ -132,17 +136,23 @@ enum pattern { DENSE, SPARSE, HUGE };
 
 static const char *const pattern_names[] = { "dense", "sparse", "huge" };
 
+/* Maps COUNT pages; with LAT, records each map call's time in it. */
 static int map_all(struct iommu_domain *domain, enum pattern pattern,
-		   unsigned int count, phys_addr_t paddr)
+		   unsigned int count, phys_addr_t paddr, u64 *lat)
 {
 	size_t size = pattern == HUGE ? SZ_2M : SZ_4K;
 	unsigned long stride = pattern == DENSE ? SZ_4K : SZ_2M;
 	unsigned int i;
+	ktime_t t = 0;
 	int ret;
 
 	for (i = 0; i < count; i++) {
+		if (lat)
+			t = ktime_get();
 		ret = iommu_map(domain, IOVA_BASE + i * stride, paddr, size,
 				IOMMU_READ | IOMMU_WRITE, GFP_KERNEL);
+		if (lat)
+			lat[i] = ktime_to_ns(ktime_sub(ktime_get(), t));
 		if (ret)
 			return ret;
 		if (!(i % 256))
@@ -167,11 +177,18 @@ static int unmap_all(struct iommu_domain *domain, enum pattern pattern,
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int bench_map(enum pattern pattern, unsigned int count,
 		     unsigned int rounds)
 {
-	u64 map_ns = 0, unmap_ns = 0, ops;
-	long base, peak = 0;
+	u64 map_ns = 0, unmap_ns = 0, free_ns, ops, *lat;
+	long base, peak = 0, torn_down;
 	struct iommu_domain *domain;
 	struct pci_dev *pdev;
 	phys_addr_t paddr;
@@ -192,16 +209,22 @@ static int bench_map(enum pattern pattern, unsigned int count,
 		goto put_dev;
 	}
 	paddr = page_to_phys(page);
+	/* The first round's map calls, for their percentiles. */
+	lat = kvmalloc_array(count, sizeof(*lat), GFP_KERNEL);
+	if (!lat) {
+		ret = -ENOMEM;
+		goto free_page;
+	}
 
 	base = iommu_pages_now();
 	domain = iommu_paging_domain_alloc(&pdev->dev);
 	if (IS_ERR(domain)) {
 		ret = PTR_ERR(domain);
-		goto free_page;
+		goto free_lat;
 	}
 	for (r = 0; r < rounds; r++) {
 		t = ktime_get();
-		ret = map_all(domain, pattern, count, paddr);
+		ret = map_all(domain, pattern, count, paddr, r ? NULL : lat);
 		map_ns += ktime_to_ns(ktime_sub(ktime_get(), t));
 		peak = max(peak, iommu_pages_now());
 		if (ret)
@@ -212,17 +235,25 @@ static int bench_map(enum pattern pattern, unsigned int count,
 		if (ret)
 			break;
 	}
+	torn_down = iommu_pages_now() - base;
+	t = ktime_get();
 	iommu_domain_free(domain);
+	free_ns = ktime_to_ns(ktime_sub(ktime_get(), t));
 	if (ret)
-		goto free_page;
+		goto free_lat;
 
+	sort(lat, count, sizeof(*lat), cmp_u64, NULL);
 	ops = (u64)count * rounds;
 	scnprintf(result, sizeof(result),
-		  "op %s\npattern %s\ncount %u\nrounds %u\nmap_ns %llu\nunmap_ns %llu\nns_per_map %llu\nns_per_unmap %llu\ntable_pages %ld\nleaked_pages %ld\n",
+		  "op %s\npattern %s\ncount %u\nrounds %u\nmap_ns %llu\nunmap_ns %llu\nns_per_map %llu\nns_per_unmap %llu\np50_map_ns %llu\np99_map_ns %llu\nfree_ns %llu\ntables_freed %ld\nns_per_table_freed %llu\ntable_pages %ld\nleaked_pages %ld\n",
 		  rounds > 1 ? "churn" : "map", pattern_names[pattern], count,
 		  rounds, map_ns, unmap_ns, div64_u64(map_ns, ops),
-		  div64_u64(unmap_ns, ops), peak - base,
-		  iommu_pages_now() - base);
+		  div64_u64(unmap_ns, ops), lat[count / 2],
+		  lat[(u64)count * 99 / 100], free_ns, torn_down,
+		  torn_down > 0 ? div64_u64(free_ns, torn_down) : 0,
+		  peak - base, iommu_pages_now() - base);
+free_lat:
+	kvfree(lat);
 free_page:
 	__free_pages(page, pattern == HUGE ? get_order(SZ_2M) : 0);
 put_dev:
