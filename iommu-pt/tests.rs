@@ -152,6 +152,51 @@ mod pool_tests {
     }
 
     #[test]
+    fn the_worker_zeroes_returned_pages() -> Result {
+        let pool = filled_pool(1024, 4, 32, 0)?;
+        let pages = drain(&pool, 32)?;
+        let mut dirty_pages = KVec::with_capacity(CACHE_PAGES + BATCH, GFP_KERNEL)?;
+        for page in pages {
+            dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
+        }
+        while dirty_pages.len() < CACHE_PAGES + BATCH {
+            let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
+            dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
+        }
+        // On one CPU: the cache fills with dirty pages and spills a batch to the depot.
+        let irqs_off = local_interrupt_disable();
+        for page in dirty_pages {
+            pool.free_dirty(page);
+        }
+        drop(irqs_off);
+        let (_, spare) = pool.snapshot()?;
+        assert_eq!(spare.dirty, BATCH);
+        refill::refill_now(&pool);
+        assert_eq!(pool.worker_stats.zeroed.load(Relaxed), BATCH as u64);
+        let (_, spare) = pool.snapshot()?;
+        assert_eq!(spare.dirty, 0);
+        assert_eq!(spare.clean, 32);
+        // Everything in the depot is clean now: take it, through a cache that holds no clean page.
+        let mut taken = 0;
+        let irqs_off = local_interrupt_disable();
+        let mut zero = true;
+        while taken < 32 {
+            let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
+                break;
+            };
+            zero &= is_zero(&page).unwrap_or(false);
+            taken += 1;
+            drop(page);
+        }
+        drop(irqs_off);
+        assert_eq!(taken, 32);
+        assert!(zero);
+        let (counters, _) = pool.snapshot()?;
+        assert_eq!(counters.zeroed_on_alloc, 0);
+        Ok(())
+    }
+
+    #[test]
     fn emptied_table_is_reused_without_zeroing() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
