@@ -167,20 +167,23 @@ check_baseline fault_insmod_no_leak "$pages0"
 # left it alone for its quiet period, unless they ran it dry (then the tables
 # that come back refill it). So: a pool prefilled with 512 pages and a low
 # watermark of 480, a sparse map of 64 pages (about 67 tables, taken in
-# batches of 32: below the low watermark, far from dry), and every module
-# allocation failing while the worker runs, the mapping in place.
+# batches of 32: below the low watermark, far from dry), every module
+# allocation failing meanwhile and while the worker runs, the mapping in place.
 pool_load "$ko" capacity=1024 high_watermark=512 low_watermark=480
 o0=$(pool_stat outstanding)
 fb0=$(pool_stat fallbacks)
 rf0=$(pool_stat refills)
 runs0=$(pool_stat worker_runs)
-coproc MAP { "$bin/iommufd-map" "$vfio" 64 2>&1; }
-map_pid=$MAP_PID
-read -r state <&"${MAP[0]}"
+# On from before the map: the worker's quiet period (10 ms) ends before this
+# script could react to the map's end. The map's tables come from the pool,
+# which allocates nothing on the request path.
 fi_modules_only
 fi_set probability 100
 fi_set times 100000
-# The worker's quiet period is 10 ms; its run then tries to refill.
+coproc MAP { "$bin/iommufd-map" "$vfio" 64 2>&1; }
+map_pid=$MAP_PID
+read -r state <&"${MAP[0]}"
+# The worker's run, after its quiet period, tries to refill.
 sleep 1
 injected=$((100000 - $(cat "$fi_dir/fail_page_alloc/times")))
 fi_reset
