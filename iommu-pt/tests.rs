@@ -13,6 +13,7 @@ mod pool_tests {
             BATCH,
             CACHE_PAGES, //
         },
+        depot::Depot,
         params::{
             Limits,
             MAX_CAPACITY, //
@@ -246,6 +247,28 @@ mod pool_tests {
         assert_eq!(counters.frees_over_capacity, 0);
         assert_eq!(spare.clean, 32 + BATCH);
         assert_eq!(spare.clean + spare.cpu_clean, 32 + CACHE_PAGES + 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_full_depot_refuses_pages() -> Result {
+        let depot = KBox::pin_init(Depot::new(), GFP_KERNEL)?;
+        // Not set up: no room at all.
+        let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        assert!(depot.lock().push_dirty(page).is_err());
+        depot.set_up(4)?;
+        for _ in 0..3 {
+            let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
+            assert!(depot.lock().push_clean(page).is_ok());
+        }
+        let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        assert!(depot.lock().push_dirty(page).is_ok());
+        // Four pages, clean and dirty together: full for both kinds.
+        let page = ExclusivePage::alloc_page(GFP_KERNEL)?;
+        assert!(depot.lock().push_dirty(page).is_err());
+        let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
+        assert!(depot.lock().push_clean(page).is_err());
+        assert_eq!(depot.len(), 4);
         Ok(())
     }
 
