@@ -81,15 +81,44 @@ pub(crate) struct Depot {
     /// `pages.capacity`, 0 until the worker set the depot up.
     capacity_hint: Atomic<usize>,
     /// A request for this node found it not set up: the worker should.
-    pub(crate) wanted: Atomic<bool>,
+    pub(crate) wanted: Sign,
     /// Requests or frees used the depot, or fell back to C, since the worker last looked: the
     /// worker waits for a quiet period before it zeroes or refills, so that work moved off the
     /// request path does not land in the middle of the demand it was moved from.
-    busy: Atomic<bool>,
+    pub(crate) busy: Sign,
     /// A request for the node fell back to C since the worker last refilled: demand went past
     /// what the pool holds. The next refill is left to the tables that come back; pages from the
     /// page allocator would only stand in for the ones C hands out anyway.
-    drained: Atomic<bool>,
+    pub(crate) drained: Sign,
+}
+
+/// A sign that the request paths put up and the worker takes down, read and written without
+/// the depot's lock.
+pub(crate) struct Sign(Atomic<bool>);
+
+impl Sign {
+    const fn new() -> Self {
+        Self(Atomic::new(false))
+    }
+
+    /// Puts the sign up; returns whether it was down. Written only when it changes: the request
+    /// paths do not dirty a shared cache line each time.
+    pub(crate) fn raise(&self) -> bool {
+        let was_down = !self.0.load(Relaxed);
+        if was_down {
+            self.0.store(true, Relaxed);
+        }
+        was_down
+    }
+
+    /// Takes the sign down; returns whether it was up.
+    pub(crate) fn take(&self) -> bool {
+        let was_up = self.0.load(Relaxed);
+        if was_up {
+            self.0.store(false, Relaxed);
+        }
+        was_up
+    }
 }
 
 /// A depot's pages, locked: updates the lock-free counts when it is dropped.
@@ -130,9 +159,9 @@ impl Depot {
             }),
             len_hint: Atomic::new(0),
             capacity_hint: Atomic::new(0),
-            wanted: Atomic::new(false),
-            busy: Atomic::new(false),
-            drained: Atomic::new(false),
+            wanted: Sign::new(),
+            busy: Sign::new(),
+            drained: Sign::new(),
         })
     }
 
@@ -155,39 +184,6 @@ impl Depot {
         // Otherwise another set-up won; the vectors are freed here, after the lock is dropped.
         drop(pages);
         Ok(())
-    }
-
-    /// Notes that requests are using the depot. Written only when it changes: no shared cache
-    /// line is dirtied on every request.
-    pub(crate) fn note_busy(&self) {
-        if !self.busy.load(Relaxed) {
-            self.busy.store(true, Relaxed);
-        }
-    }
-
-    /// Whether requests used the depot since the last call.
-    pub(crate) fn take_busy(&self) -> bool {
-        let busy = self.busy.load(Relaxed);
-        if busy {
-            self.busy.store(false, Relaxed);
-        }
-        busy
-    }
-
-    /// Notes that a request for the node fell back to C. Written only when it changes.
-    pub(crate) fn note_drained(&self) {
-        if !self.drained.load(Relaxed) {
-            self.drained.store(true, Relaxed);
-        }
-    }
-
-    /// Whether a request fell back to C since the last call.
-    pub(crate) fn take_drained(&self) -> bool {
-        let drained = self.drained.load(Relaxed);
-        if drained {
-            self.drained.store(false, Relaxed);
-        }
-        drained
     }
 
     /// Whether the depot has room for pages.

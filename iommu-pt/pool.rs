@@ -258,7 +258,7 @@ impl Pool {
             return false;
         }
         let low = self.limits.low();
-        depot.note_busy();
+        depot.busy.raise();
         let mut pages = depot.lock();
         let before = pages.clean.len();
         while cache.clean.len() < BATCH {
@@ -399,7 +399,7 @@ impl Pool {
         cache.counters.cache_spills += 1;
         let clean = matches!(like, Spare::Clean(_));
         if let Some(depot) = self.depot(cache.node()) {
-            depot.note_busy();
+            depot.busy.raise();
         }
         let depot = self
             .depot(cache.node())
@@ -447,7 +447,7 @@ impl Pool {
             out.push(into_page(page));
             return false;
         };
-        depot.note_busy();
+        depot.busy.raise();
         if !depot.is_set_up() {
             out.push(into_page(page));
             return note_fallback(depot);
@@ -530,13 +530,9 @@ impl Pool {
 /// Notes that a request for `depot`'s node fell back to C. Returns whether the worker should
 /// run: to set up a depot that is not.
 fn note_fallback(depot: &Depot) -> bool {
-    depot.note_busy();
-    depot.note_drained();
-    if depot.is_set_up() || depot.wanted.load(Relaxed) {
-        return false;
-    }
-    depot.wanted.store(true, Relaxed);
-    true
+    depot.busy.raise();
+    depot.drained.raise();
+    !depot.is_set_up() && depot.wanted.raise()
 }
 
 fn into_page(page: Spare) -> Owned<ExclusivePage> {

@@ -61,7 +61,7 @@ pub(crate) fn run(pool: &Pool) {
 pub(crate) fn quiet(pool: &Pool) -> bool {
     // Every depot's flag is taken, not just the first busy one.
     pool.depots()
-        .fold(true, |quiet, (_, depot)| !depot.take_busy() && quiet)
+        .fold(true, |quiet, (_, depot)| !depot.busy.take() && quiet)
 }
 
 /// Runs the worker's jobs once, on every node, now. May sleep.
@@ -74,8 +74,7 @@ pub(crate) fn refill_now(pool: &Pool) {
     stats.runs.add(1, Relaxed);
     let limits = pool.limits();
     for (idx, depot) in pool.depots() {
-        if depot.wanted.load(Relaxed) {
-            depot.wanted.store(false, Relaxed);
+        if depot.wanted.take() {
             // On failure, a later request asks again.
             let _ = depot.set_up(limits.capacity());
         }
@@ -84,7 +83,7 @@ pub(crate) fn refill_now(pool: &Pool) {
         }
         let zeroed = zero_dirty(depot, limits.high());
         stats.zeroed.add(zeroed as u64, Relaxed);
-        if depot.take_drained() {
+        if depot.drained.take() {
             stats.refills_skipped.add(1, Relaxed);
             continue;
         }
