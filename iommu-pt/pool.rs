@@ -342,14 +342,17 @@ impl Pool {
             if matches!(page, Spare::Clean(_)) {
                 cache.counters.frees_zeroed += 1;
             }
+            if self.bypass {
+                spill.push(into_page(page));
+                cache.counters.frees_over_capacity += 1;
+                return false;
+            }
             let mut kick = false;
             let nid = match &page {
                 Spare::Clean(p) => p.nid(),
                 Spare::Dirty(p) => p.nid(),
             };
-            let page = if self.bypass {
-                Err(page)
-            } else if cache.holds(nid) {
+            let page = if cache.holds(nid) {
                 match self.push_local(cache, page) {
                     Ok(()) => return false,
                     Err(page) => {
@@ -362,12 +365,8 @@ impl Pool {
                 Err(page)
             };
             if let Err(page) = page {
-                if self.bypass {
-                    spill.push(into_page(page));
-                } else {
-                    // Another node's page (or, cannot happen, a cache still full): to its depot.
-                    kick |= self.give_to_depot(nid, page, &mut spill);
-                }
+                // Another node's page (or, cannot happen, a cache still full): to its depot.
+                kick |= self.give_to_depot(nid, page, &mut spill);
             }
             cache.counters.frees_over_capacity += spill.len() as u64;
             kick

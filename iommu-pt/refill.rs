@@ -119,15 +119,7 @@ fn zero_dirty(depot: &Depot, high: usize) -> usize {
             return zeroed;
         }
         zeroed += n;
-        // Pages the depot has no room for any more are freed after the lock is dropped.
-        let mut rejected: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
-        {
-            let mut pages = depot.lock();
-            for (page, out) in batch.into_iter().flatten().zip(rejected.iter_mut()) {
-                *out = pages.push_clean(page).err();
-            }
-        }
-        drop(rejected);
+        file_clean(depot, batch);
         if n < BATCH {
             return zeroed;
         }
@@ -162,19 +154,26 @@ fn fill(idx: usize, depot: &Depot, high: usize) -> usize {
                 _ => break,
             }
         }
-        let mut rejected: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
-        {
-            let mut pages = depot.lock();
-            for (page, out) in batch.into_iter().flatten().zip(rejected.iter_mut()) {
-                *out = pages.push_clean(page).err();
-            }
-        }
-        let kept = got - rejected.iter().flatten().count();
-        drop(rejected);
+        let kept = file_clean(depot, batch);
         added += kept;
         if got < want || kept < got {
             break;
         }
     }
     added
+}
+
+/// Puts a batch of clean pages into the depot under one lock. Returns how many it kept; the
+/// pages it had no room for are freed after the lock is dropped.
+fn file_clean(depot: &Depot, batch: [Option<ZeroedPage>; BATCH]) -> usize {
+    let mut rejected: [Option<ZeroedPage>; BATCH] = [const { None }; BATCH];
+    let mut kept = 0;
+    {
+        let mut pages = depot.lock();
+        for (page, out) in batch.into_iter().flatten().zip(rejected.iter_mut()) {
+            *out = pages.push_clean(page).err();
+            kept += usize::from(out.is_none());
+        }
+    }
+    kept
 }
