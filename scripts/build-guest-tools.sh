@@ -4,7 +4,8 @@
 # Build what runs in the guest against the patched tree's UAPI headers:
 # the small test programs in qemu/guest/*.c ($IOMMU_PT_CACHE/work/guest-bin)
 # and the kernel's VFIO selftests, tools/testing/selftests/vfio
-# ($IOMMU_PT_CACHE/work/vfio-selftests).
+# ($IOMMU_PT_CACHE/work/vfio-selftests), and iommufd's,
+# tools/testing/selftests/iommu ($IOMMU_PT_CACHE/work/iommufd-selftests).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -35,4 +36,13 @@ for t in vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_tes
 	vfio_pci_device_test vfio_pci_driver_test; do
 	[ -x "$vfio/$t" ] || die "the VFIO selftests build did not produce $t"
 done
-log "guest tools built in $bin, VFIO selftests in $vfio"
+
+iommufd=$WORK/iommufd-selftests
+mkdir -p "$iommufd"
+in_root make -s -C "$SRC/tools/testing/selftests/iommu" O="$BUILD" OUTPUT="$iommufd" \
+	KHDR_INCLUDES="-isystem $BUILD/usr/include" -j3 ||
+	die "cannot build the iommufd selftests (tools/testing/selftests/iommu; the root needs libcap-dev)"
+for t in iommufd iommufd_fail_nth; do
+	[ -x "$iommufd/$t" ] || die "the iommufd selftests build did not produce $t"
+done
+log "guest tools built in $bin, VFIO selftests in $vfio, iommufd selftests in $iommufd"

@@ -14,7 +14,7 @@ PACKAGES=(
 	make gcc libc6-dev bc bison flex libelf-dev libssl-dev cpio kmod dwarves
 	python3 perl git xz-utils zstd rsync ca-certificates
 	qemu-system-x86 virtme-ng linux-perf pciutils
-	uuid-dev busybox procps iproute2 util-linux mount kmod udev systemd-sysv
+	uuid-dev libcap-dev busybox procps iproute2 util-linux mount kmod udev systemd-sysv
 )
 SUITE=trixie
 REQUIRED_GIB=25

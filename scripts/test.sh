@@ -6,8 +6,8 @@
 #
 # usage: scripts/test.sh [--skip-build] [--skip-style] [--stages LIST]
 #
-# --stages takes a comma-separated subset of kunit,vfio,reliability (default:
-# all three).
+# --stages takes a comma-separated subset of kunit,vfio,iommufd,reliability
+# (default: all four).
 #
 # Stage "kunit", one boot: every KUnit suite the configuration builds runs
 # built in at boot, before any userspace, as kunit.py does: the series'
@@ -23,6 +23,13 @@
 # igb, with 2 MiB and 1 GiB huge pages reserved, first on the C allocator and
 # then with the iommu-pt pool, which must be shown to serve every table
 # (qemu/guest/vfio-tests.sh). Prints one table: combination x test.
+#
+# Stage "iommufd", one boot: iommufd's own selftests (tools/testing/selftests/
+# iommu: iommufd, 246 tests, and iommufd_fail_nth) on its mock IOMMU, whose
+# domains generic_pt builds in the amdv1 format, first on the C allocator and
+# then with the pool, which must serve their tables; fail_nth once more with
+# page allocation failures injected only into IOMMU page allocations
+# (qemu/guest/iommufd-tests.sh).
 #
 # Stage "reliability", one boot (legacy mode): the pool under injected
 # allocation failures, memory pressure, concurrent mapping in several domains,
@@ -51,20 +58,20 @@
 
 skip_build=0
 skip_style=0
-stages=kunit,vfio,reliability
+stages=kunit,vfio,iommufd,reliability
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--skip-build) skip_build=1; shift ;;
 	--skip-style) skip_style=1; shift ;;
 	--stages) stages=${2:?--stages needs a list such as kunit,vfio}; shift 2 ;;
-	-h | --help) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR >= 4 && !/^#/ { exit } NR >= 4 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 	*) die "test.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
 for s in ${stages//,/ }; do
 	case "$s" in
-	kunit | vfio | reliability) ;;
-	*) die "test.sh: unknown stage '$s' in --stages (known: kunit, vfio, reliability)" ;;
+	kunit | vfio | iommufd | reliability) ;;
+	*) die "test.sh: unknown stage '$s' in --stages (known: kunit, vfio, iommufd, reliability)" ;;
 	esac
 done
 want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -182,6 +189,18 @@ if want vfio; then
 	done
 	python3 "$REPO/scripts/ktap.py" --label vfio --quiet --table '^vfio_' \
 		"${expect[@]}" "$matrix" || verdict=1
+fi
+
+if want iommufd; then
+	log="$OUT/iommufd.log"
+	log "stage iommufd: iommufd's selftests on its mock IOMMU (log: $log)"
+	# 128 MiB of 2 MiB huge pages: iommufd_dirty_tracking's largest
+	# hugepage variant maps 128 MiB of them.
+	boot iommufd --log "$log" --timeout $((900 * slow)) \
+		--append "hugepagesz=2M hugepages=64 $extra_append" -- \
+		qemu/guest/iommufd-tests.sh "$GUEST_MODULE" "$GUEST_WORK/iommufd-selftests"
+	python3 "$REPO/scripts/ktap.py" --label iommufd --expect iommufd_c --expect iommufd_rust \
+		"$log" || verdict=1
 fi
 
 if want reliability; then

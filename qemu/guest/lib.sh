@@ -151,3 +151,27 @@ dma_writer_stop() {
 	case "$out" in *failed*) return 1 ;; esac
 	[ "$dma_writer_count" -gt 0 ]
 }
+
+# Fault injection (CONFIG_FAULT_INJECTION_DEBUG_FS): fi_set KNOB VALUE sets a
+# knob of both fail_page_alloc and failslab; fi_reset puts every knob back to
+# "inject nothing", with order-0 page allocations (every page table)
+# injectable and nothing filtered by stack.
+fi_dir=/sys/kernel/debug
+fi_set() {
+	local a
+	for a in fail_page_alloc failslab; do
+		echo "$2" >"$fi_dir/$a/$1"
+	done
+}
+fi_reset() {
+	fi_set probability 0
+	fi_set times -1
+	fi_set interval 1
+	fi_set verbose 0
+	fi_set task-filter N
+	fi_set ignore-gfp-wait N
+	fi_set require-start 0
+	fi_set require-end 0xffffffffffffffff
+	echo 0 >"$fi_dir/fail_page_alloc/min-order"
+	echo N >"$fi_dir/fail_page_alloc/ignore-gfp-highmem"
+}

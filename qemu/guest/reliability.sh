@@ -40,7 +40,6 @@ ko=$1
 bin=$2
 STRESS_SECONDS=${3:-120}
 RELOADS=${4:-100}
-fi_dir=/sys/kernel/debug
 
 # check_baseline NAME PAGES0: NR_IOMMU_PAGES back to PAGES0 (after the pool
 # worker settled), reported as a result.
@@ -54,25 +53,6 @@ check_baseline() {
 	result $? "$1"
 }
 
-# Fault injection knobs for fail_page_alloc and failslab.
-fi_set() {
-	local a
-	for a in fail_page_alloc failslab; do
-		echo "$2" >"$fi_dir/$a/$1"
-	done
-}
-fi_reset() {
-	fi_set probability 0
-	fi_set times -1
-	fi_set interval 1
-	fi_set verbose 0
-	fi_set task-filter N
-	fi_set ignore-gfp-wait N
-	fi_set require-start 0
-	fi_set require-end 0xffffffffffffffff
-	echo 0 >"$fi_dir/fail_page_alloc/min-order"
-	echo N >"$fi_dir/fail_page_alloc/ignore-gfp-highmem"
-}
 # fi_modules_only: count only allocations made with module code on the stack:
 # the x86_64 module mapping space (Documentation/arch/x86/x86_64/mm.rst),
 # where iommu_pt is the only module. A module lands at a different address at
