@@ -57,5 +57,7 @@ done
 for f in "$REPO"/bench/kmod/*.c; do
 	checkpatch "${f#"$REPO"/}" -f "$f"
 done
+# The KTAP judge's self-test, over the crafted logs in scripts/ktap-cases/.
+python3 "$REPO/scripts/test-ktap.py" || { warn "scripts/ktap.py failed its self-test"; status=1; }
 [ "$status" -eq 0 ] && log "style checks passed"
 exit "$status"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Parse KTAP (KUnit or kselftest) output out of a guest console log.
+"""Judge the KTAP (KUnit or kselftest) output in a guest console log.
 
 Prints every result line it counts, one "suite: passed/failed/skipped" line
 per top-level suite, and a closing line "N passed, N failed, N skipped".
@@ -8,10 +8,38 @@ With --table PATTERN, also prints a table of the top-level suites whose name
 matches PATTERN (columns) by their second-level tests (rows): each cell counts
 the leaf results under that test as passed/failed/skipped, and a second-level
 test without subtests shows ok, FAIL or skip.
-Exits non-zero if a test failed, a suite ran fewer tests than it planned, a
-suite named with --expect did not run, or the log shows a kernel WARNING, BUG,
-Oops, KASAN report, hung task or panic. The lines that follow each of the first
-few reports are printed, since the log itself may not outlive the run.
+
+The log is read as KTAP documents. A "KTAP version N" or "TAP version N" line
+without indentation starts a document; result lines before the first one are
+not results. A depth is 4 spaces of indentation; nested headers (KUnit's
+"KTAP version 1", a kselftest binary's "TAP version 13") start the subtests of
+the result that follows them one level up. A new document while the current
+one still waits for results (its plan not met) is taken as spliced into it, as
+the kernel's KUnit output is when a module loads while a guest script prints
+its own results: it must complete on its own, then the outer one continues.
+
+Exits non-zero on any of these problems:
+  - a test failed, or a suite named with --expect did not run;
+  - a plan at any depth that the results after it (up to their parent's
+    result, or up to the next document at the top) do not match, a document
+    without a top-level plan;
+  - results not numbered 1, 2, 3... under their parent (a gap or a duplicate);
+  - a plan "1..0", or subtests that ran nothing, unless their parent's path
+    matches an --allow-empty regex (a whole document's path is "");
+  - a skipped leaf test whose path does not match an --allow-skip regex: the
+    path is the names from the top-level suite down, joined by "/", e.g.
+    "amdv1_iommu_test/test_mixed/amdv1_cfg_0" (re.search, so anchor it);
+    without --allow-skip no skip is allowed;
+  - a top-level suite all of whose leaf tests skipped (allowed or not), or a
+    document all of whose results skipped;
+  - fewer leaf results in all than --min-results;
+  - output that ends inside a suite, or subtests left without their parent's
+    result;
+  - a kernel WARNING, BUG, Oops, KASAN report, hung task, panic or IOMMU fault
+    (the patterns in kernel-report.ere) anywhere in the log.
+The lines that follow each of the first few kernel reports, and those a failed
+test printed before its result, are printed, since the log itself may not
+outlive the run.
 """
 
 import argparse
@@ -22,7 +50,9 @@ import sys
 # Console lines may carry a printk timestamp and a virtme/serial prefix.
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\]\s?)?")
 RESULT = re.compile(r"^(?P<indent>\s*)(?P<status>not ok|ok) (?P<num>\d+)(?: (?:- )?(?P<name>[^#]*?))?\s*(?:#\s*(?P<directive>\w+)(?P<reason>.*))?$")
-PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*$")
+# A plan may carry a directive: kselftest's "1..0 # SKIP reason".
+PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<count>\d+)\s*(?:#.*)?$")
+HEADER = re.compile(r"^(?P<indent>\s*)K?TAP version \d+\s*$")
 # What the kernel log may not contain: one extended regular expression a line
 # in kernel-report.ere, which the guest scripts grep with too (qemu/guest/lib.sh).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel-report.ere")) as f:
@@ -36,6 +66,81 @@ REPORTS_SHOWN = 3
 FAILURE_CONTEXT = 20
 FAILURES_SHOWN = 5
 
+PASS, FAIL, SKIP = range(3)
+
+
+def depth_of(m):
+    return len(m["indent"].expandtabs(4)) // 4
+
+
+class Result:
+    """One result line; children is None for a leaf, else its subtests."""
+
+    def __init__(self, name, status, directive, reason, number, line, synthetic=False):
+        self.name = name
+        self.status = status
+        self.directive = directive
+        self.reason = reason
+        self.number = number
+        self.line = line
+        self.children = None
+        self.plan = None
+        self.synthetic = synthetic
+
+    @property
+    def kind(self):
+        if self.directive.upper() == "SKIP":
+            return SKIP
+        return PASS if self.status == "ok" else FAIL
+
+    def counts(self):
+        """[passed, failed, skipped] over the leaf results at or below."""
+        if self.children is None:
+            c = [0, 0, 0]
+            c[self.kind] = 1
+            return c
+        c = [0, 0, 0]
+        for child in self.children:
+            for i, n in enumerate(child.counts()):
+                c[i] += n
+        return c
+
+
+class Group:
+    """The results at one depth under one parent result (yet to come)."""
+
+    def __init__(self, line, header=False):
+        self.line = line
+        self.header = header
+        self.plan = None
+        self.plan_line = None
+        self.results = []
+        self.last = 0
+
+    def pending(self):
+        return self.header or self.plan is not None or bool(self.results)
+
+
+class Document:
+    def __init__(self, line):
+        self.line = line
+        self.groups = {0: Group(line, header=True)}
+
+    @property
+    def top(self):
+        return self.groups[0]
+
+    def ran(self):
+        return sum(1 for r in self.top.results if not r.synthetic)
+
+    def inside(self):
+        """Is the document inside a suite (subtests without their parent's result)?"""
+        return any(g.pending() for d, g in self.groups.items() if d > 0)
+
+    def waiting(self):
+        """Does the document still wait for results of its own?"""
+        return self.inside() or (self.top.plan is not None and self.ran() < self.top.plan)
+
 
 class Suite:
     def __init__(self, name):
@@ -45,7 +150,233 @@ class Suite:
         self.items = []
 
 
-def parse(lines, verbose):
+class Judge:
+    def __init__(self, verbose):
+        self.verbose = verbose
+        self.problems = []
+        self.contexts = []
+        self.suites = []
+        self.documents = []
+        # The document results go to; below it, documents it interrupted.
+        self.doc = None
+        self.suspended = []
+        self.reports = self.failures = 0
+        self.context_left = 0
+        self.report_lines = None
+        # The lines since the last result line.
+        self.since_result = []
+
+    def problem(self, text, line=None):
+        self.problems.append(text if line is None else f"{text} (line {line})")
+
+    # Documents.
+
+    def start_document(self, line):
+        if self.doc is not None:
+            if self.doc.waiting():
+                self.suspended.append(self.doc)
+            else:
+                self.close_document(self.doc, line)
+        self.doc = Document(line)
+        self.documents.append(self.doc)
+
+    def close_document(self, doc, line, at_end=False):
+        # Only the end of the log leaves a document waiting (inside a suite,
+        # or short of its plan): a new one is spliced into it instead.
+        if doc.inside():
+            self.collapse(doc, 1, line, quiet=True)
+            self.problem("output ended inside a suite: the kernel crashed or the boot was cut short")
+        top = doc.top
+        if top.plan is None:
+            self.problem(f"the document from line {doc.line} has no plan")
+        elif doc.ran() != top.plan:
+            how = " (output ended early)" if at_end and doc.ran() < top.plan else ""
+            self.problem(f"the document from line {doc.line} planned 1..{top.plan}, ran {doc.ran()} results{how}",
+                         top.plan_line)
+
+    def collapse(self, doc, depth, line, quiet=False):
+        """Hands the results pending at depth and below, which lack their
+        parent's result, to a "?" parent each, up to depth - 1."""
+        for d in range(max(doc.groups), depth - 1, -1):
+            g = doc.groups.pop(d, None)
+            if g is None or not g.pending():
+                continue
+            orphan = Result("?", "ok", "", "", 0, line, synthetic=True)
+            self.close_group(orphan, g)
+            if not quiet:
+                self.problem(f"the results at depth {d} from line {g.line} have no parent result", line)
+            self.add(doc, d - 1, orphan)
+
+    # Lines.
+
+    def header(self, depth, line):
+        if depth == 0:
+            self.start_document(line)
+            return
+        doc = self.doc
+        if doc is None:
+            return
+        # Subtests still pending at this depth or below lack their parent's
+        # result; a header alone (no plan, no result yet) is just replaced.
+        old = doc.groups.get(depth)
+        if (old is not None and (old.plan is not None or old.results)) or \
+                any(g.pending() for d, g in doc.groups.items() if d > depth):
+            self.collapse(doc, depth, line)
+        doc.groups[depth] = Group(line, header=True)
+
+    def plan(self, depth, count, line):
+        doc = self.doc
+        if doc is None:
+            return
+        g = doc.groups.setdefault(depth, Group(line))
+        if g.plan is not None:
+            self.problem(f"a second plan 1..{count} at depth {depth}, after 1..{g.plan} at line {g.plan_line}", line)
+            return
+        g.plan = count
+        g.plan_line = line
+        if depth == 0:
+            self.end_spliced(line)
+
+    def close_group(self, parent, g):
+        parent.children = g.results
+        parent.plan = g.plan
+        if parent.synthetic:
+            return
+        ran = len(g.results)
+        if g.plan is not None and g.plan != ran:
+            self.problem(f"{parent.name}: planned {g.plan} tests, ran {ran}", parent.line)
+
+    def add(self, doc, depth, r):
+        """Adds r at depth; the results pending one level deeper are its subtests."""
+        g = doc.groups.get(depth)
+        if g is None:
+            g = doc.groups[depth] = Group(r.line)
+        if not r.synthetic:
+            if r.number != g.last + 1:
+                what = "a duplicate or out of order" if r.number <= g.last else "a gap before it"
+                self.problem(f"{r.name}: numbered {r.number} after {g.last}, {what}", r.line)
+            g.last = r.number
+        g.results.append(r)
+        if depth == 0:
+            self.suites.append(make_suite(r))
+
+    def result(self, m, line, text):
+        doc = self.doc
+        before, self.since_result = self.since_result, []
+        depth = depth_of(m)
+        r = Result(m["name"] or "", m["status"], m["directive"] or "", m["reason"] or "",
+                   int(m["num"]), line)
+        if any(g.pending() for d, g in doc.groups.items() if d > depth + 1):
+            self.collapse(doc, depth + 2, line)
+        children = doc.groups.pop(depth + 1, None)
+        if children is not None and children.pending():
+            self.close_group(r, children)
+        if self.verbose:
+            print(text.strip() if depth == 0 else "  " * depth + text.strip())
+        if r.kind == FAIL:
+            if r.children is None and before and self.failures < FAILURES_SHOWN:
+                self.failures += 1
+                self.contexts.append((f"failed test {r.name}, its last lines", before[-FAILURE_CONTEXT:]))
+            if r.children is None:
+                self.problem(f"failed: {r.name}")
+            else:
+                # A parent can fail with passing subtests: a binary that crashed after them.
+                self.problem(f"failed: {r.name}" + (f" # {r.directive}{r.reason}" if r.directive else ""))
+        self.add(doc, depth, r)
+        if depth == 0:
+            self.end_spliced(line)
+
+    def end_spliced(self, line):
+        """A document spliced into another ends with its last planned result."""
+        if self.suspended and self.doc.top.plan is not None and not self.doc.waiting():
+            self.close_document(self.doc, line)
+            self.doc = self.suspended.pop()
+
+    def feed(self, lines):
+        """Reads the log; returns its number of lines."""
+        line = 0
+        for line, raw in enumerate(lines, 1):
+            text = raw.rstrip("\r\n")
+            stripped = PREFIX.sub("", text)
+            if self.context_left:
+                self.report_lines.append(text)
+                self.context_left -= 1
+            if KERNEL_REPORT.search(stripped):
+                self.problem("kernel report: " + stripped.strip())
+                if not self.context_left and self.reports < REPORTS_SHOWN:
+                    self.reports += 1
+                    self.report_lines = [text]
+                    self.contexts.append(("kernel report", self.report_lines))
+                    self.context_left = REPORT_CONTEXT
+            m = HEADER.match(stripped)
+            if m:
+                self.header(depth_of(m), line)
+                self.since_result.append(text)
+                continue
+            m = PLAN.match(stripped)
+            if m:
+                self.plan(depth_of(m), int(m["count"]), line)
+                continue
+            m = RESULT.match(stripped)
+            if m and self.doc is not None:
+                self.result(m, line, stripped)
+            else:
+                self.since_result.append(text)
+        return line
+
+    def finish(self, line):
+        while self.doc is not None:
+            self.close_document(self.doc, line, at_end=True)
+            self.doc = self.suspended.pop() if self.suspended else None
+
+    # Checks on the whole tree, where every test's path is known.
+
+    def check_tree(self, allow_skip, allow_empty, min_results):
+        total = [0, 0, 0]
+        for doc in self.documents:
+            if doc.top.plan == 0 and not any(re.search(p, "") for p in allow_empty):
+                self.problem(f"the document from line {doc.line} planned 1..0: it ran nothing", doc.top.plan_line)
+            flagged = False
+            counts = [0, 0, 0]
+            for r in doc.top.results:
+                c = r.counts()
+                counts = [a + b for a, b in zip(counts, c)]
+                if r.children is not None and not c[PASS] and not c[FAIL] and c[SKIP]:
+                    self.problem(f"suite {r.name}: all its {c[SKIP]} tests skipped", r.line)
+                    flagged = True
+                self.walk(r, "", allow_skip, allow_empty)
+            if not counts[PASS] and not counts[FAIL] and counts[SKIP] and not flagged:
+                self.problem(f"the document from line {doc.line}: all its {counts[SKIP]} tests skipped")
+            total = [a + b for a, b in zip(total, counts)]
+        if min_results is not None and sum(total) < min_results:
+            self.problem(f"{sum(total)} test results, fewer than the {min_results} expected (--min-results)")
+
+    def walk(self, r, prefix, allow_skip, allow_empty):
+        path = prefix + r.name
+        if r.children is None:
+            if r.kind == SKIP and not any(re.search(p, path) for p in allow_skip):
+                self.problem(f"skipped: {path} # {r.directive}{r.reason.rstrip()}: not allowed by --allow-skip",
+                             r.line)
+            return
+        if not r.children and not r.synthetic and not any(re.search(p, path) for p in allow_empty):
+            planned = f"planned 1..{r.plan}" if r.plan is not None else "no plan"
+            self.problem(f"{path}: {planned}, its subtests ran nothing", r.line)
+        for child in r.children:
+            self.walk(child, path + "/", allow_skip, allow_empty)
+
+
+def make_suite(r):
+    suite = Suite(r.name)
+    suite.passed, suite.failed, suite.skipped = r.counts()
+    if r.children is not None:
+        suite.items = [(c.name, c.children is None, c.counts(), c.kind == FAIL) for c in r.children]
+    # A suite that failed with passing tests: a binary that crashed after them.
+    if r.kind == FAIL and suite.failed == 0:
+        suite.failed += 1
+    return suite
+
+
+def parse(lines, verbose, allow_skip=(), allow_empty=(), min_results=None):
     """Returns (suites, problems, contexts) for the KTAP output in lines.
 
     contexts holds (title, lines): for each of the first REPORTS_SHOWN kernel
@@ -53,113 +384,10 @@ def parse(lines, verbose):
     of the first FAILURES_SHOWN failed tests, the lines the test printed
     before its result.
     """
-    problems = []
-    contexts = []
-    reports = failures = 0
-    context_left = 0
-    # The lines since the last result line.
-    since_result = []
-    suites = []
-    # For each nesting depth: did a result line appear at the next depth since
-    # the last result at this depth (then this one is a parent, not a leaf)?
-    child_seen = {}
-    plans = {}
-    results_at = {}
-    current = None
-    # For each depth: leaf results seen below it since its last result line.
-    below = {}
-    items = []
-    for raw in lines:
-        line = PREFIX.sub("", raw.rstrip("\r\n"))
-        if context_left:
-            report_lines.append(raw.rstrip("\r\n"))
-            context_left -= 1
-        if KERNEL_REPORT.search(line):
-            problems.append("kernel report: " + line.strip())
-            if not context_left and reports < REPORTS_SHOWN:
-                reports += 1
-                report_lines = [raw.rstrip("\r\n")]
-                contexts.append(("kernel report", report_lines))
-                context_left = REPORT_CONTEXT
-        m = PLAN.match(line)
-        if m:
-            depth = len(m["indent"].expandtabs(4)) // 4
-            plans[depth] = int(m["count"])
-            results_at[depth] = 0
-            child_seen[depth] = False
-            continue
-        m = RESULT.match(line)
-        if not m:
-            since_result.append(raw.rstrip("\r\n"))
-            continue
-        before, since_result = since_result, []
-        depth = len(m["indent"].expandtabs(4)) // 4
-        results_at[depth] = results_at.get(depth, 0) + 1
-        leaf = not child_seen.get(depth + 1, False)
-        if (leaf and m["status"] == "not ok" and (m["directive"] or "").upper() != "SKIP"
-                and before and failures < FAILURES_SHOWN):
-            failures += 1
-            contexts.append((f"failed test {m['name']}, its last lines",
-                             before[-FAILURE_CONTEXT:]))
-        if not leaf:
-            planned = plans.get(depth + 1)
-            ran = results_at.get(depth + 1, 0)
-            if planned is not None and ran != planned:
-                problems.append(f"{m['name']}: planned {planned} tests, ran {ran}")
-            plans.pop(depth + 1, None)
-            results_at[depth + 1] = 0
-        child_seen[depth + 1] = False
-        child_seen[depth] = True
-        directive = (m["directive"] or "").upper()
-        kind = 2 if directive == "SKIP" else (0 if m["status"] == "ok" else 1)
-        if leaf:
-            for d in range(depth):
-                below.setdefault(d, [0, 0, 0])[kind] += 1
-        if depth == 1:
-            counts = [0, 0, 0]
-            if leaf:
-                counts[kind] = 1
-            else:
-                counts = below.get(1, [0, 0, 0])
-            items.append((m["name"], leaf, counts, kind == 1))
-        if depth > 0 and not leaf and kind == 1:
-            # A parent can fail with passing subtests: a binary that crashed after them.
-            problems.append(f"failed: {m['name']}" + (f" # {m['directive']}{m['reason']}" if m['directive'] else ""))
-        below[depth] = [0, 0, 0]
-        if verbose:
-            print(line.strip() if depth == 0 else "  " * depth + line.strip())
-        if depth == 0:
-            suite = current if current is not None else Suite(m["name"])
-            if leaf:
-                # A top-level test with no subtests (kselftest style).
-                tally(suite, m["status"], directive)
-            suite.name = m["name"]
-            suite.items = items
-            items = []
-            suites.append(suite)
-            current = None
-            if m["status"] == "not ok" and directive != "SKIP" and suite.failed == 0:
-                suite.failed += 1
-            continue
-        if current is None:
-            current = Suite("?")
-        if leaf:
-            tally(current, m["status"], directive)
-            if m["status"] == "not ok" and directive != "SKIP":
-                problems.append(f"failed: {m['name']}")
-    if current is not None:
-        problems.append("output ended inside a suite: the kernel crashed or the boot was cut short")
-        suites.append(current)
-    return suites, problems, contexts
-
-
-def tally(suite, status, directive):
-    if directive == "SKIP":
-        suite.skipped += 1
-    elif status == "ok":
-        suite.passed += 1
-    else:
-        suite.failed += 1
+    judge = Judge(verbose)
+    judge.finish(judge.feed(lines))
+    judge.check_tree(allow_skip, allow_empty, min_results)
+    return judge.suites, judge.problems, judge.contexts
 
 
 def table(suites, pattern):
@@ -173,6 +401,9 @@ def table(suites, pattern):
         for name, _, _, _ in s.items:
             if name not in rows:
                 rows.append(name)
+    if not rows:
+        print(f"(the suites matching {pattern!r} have no subtests)")
+        return
     cells = {}
     for s in cols:
         for name, leaf, (p, f, k), failed in s.items:
@@ -192,11 +423,25 @@ def table(suites, pattern):
         print(" | ".join(line))
 
 
+def regex(text):
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"bad regular expression {text!r}: {e}")
+    return text
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", help="console log to parse")
     ap.add_argument("--expect", action="append", default=[], metavar="SUITE",
                     help="a suite that must have run (repeatable)")
+    ap.add_argument("--allow-skip", action="append", default=[], metavar="REGEX", type=regex,
+                    help="a skipped test whose path (suite/.../test) matches REGEX is no problem (repeatable)")
+    ap.add_argument("--allow-empty", action="append", default=[], metavar="REGEX", type=regex,
+                    help="a test whose path matches REGEX may have subtests that ran nothing (repeatable)")
+    ap.add_argument("--min-results", type=int, metavar="N",
+                    help="fewer than N leaf results in all is a problem")
     ap.add_argument("--label", default="kunit", help="word before the summary line")
     ap.add_argument("-q", "--quiet", action="store_true", help="do not print each result line")
     ap.add_argument("--table", metavar="PATTERN",
@@ -204,7 +449,8 @@ def main():
     args = ap.parse_args()
 
     with open(args.log, errors="replace") as f:
-        suites, problems, contexts = parse(f, not args.quiet)
+        suites, problems, contexts = parse(f, not args.quiet, args.allow_skip, args.allow_empty,
+                                           args.min_results)
 
     names = {s.name for s in suites}
     for want in args.expect:
