@@ -6,7 +6,9 @@
 //! Zeroing here is work moved off the allocation path, not saved, and so is a refill from the
 //! page allocator: `worker_ns` counts it, and benchmarks report it. So that moved work does not
 //! land in the middle of the demand it was moved from, the worker first waits for a quiet
-//! period, [`QUIET`] without any request using a depot or falling back to C. Under sustained
+//! period, [`QUIET`] without any request using a depot or falling back to C, and for its CPU to
+//! have no other task waiting: a domain being torn down frees most of its tables to C without
+//! touching the pool, and on one CPU the worker would zero in the middle of it. Under sustained
 //! demand it does nothing: requests take the dirty pages and zero them, as C zeroes fresh ones,
 //! and fall back to C when the pool runs dry, at C's cost. Once demand pauses, the worker
 //! prepares the pool for the next burst: it zeroes returned tables, and it tops the depot up
@@ -32,6 +34,7 @@ use kernel::{
     page::ExclusivePage,
     prelude::*,
     sync::atomic::Relaxed,
+    task::single_task_running,
     time::{
         delay::fsleep,
         Delta,
@@ -44,11 +47,26 @@ use kernel::{
 /// How long no request may use a depot before the worker zeroes or refills.
 pub(crate) const QUIET: Delta = Delta::from_millis(10);
 
-/// The worker: waits until requests leave the depots alone for [`QUIET`], then runs
-/// [`refill_now`]. Returns early if the pool is being torn down. May sleep.
+/// The worker: waits until requests leave the depots alone for [`QUIET`] and no other task is
+/// waiting to run on this CPU, then runs [`refill_now`]. Returns early if the pool is being torn
+/// down. May sleep.
 pub(crate) fn run(pool: &Pool) {
-    while !quiet(pool) {
-        pool.worker_stats.quiet_waits.add(1, Relaxed);
+    run_when_free(pool, single_task_running)
+}
+
+/// [`run`], with `cpu_free` telling whether no other task is waiting for this CPU.
+pub(crate) fn run_when_free(pool: &Pool, cpu_free: impl Fn() -> bool) {
+    loop {
+        if !quiet(pool) {
+            pool.worker_stats.quiet_waits.add(1, Relaxed);
+        } else if !cpu_free() {
+            pool.worker_stats.cpu_busy_waits.add(1, Relaxed);
+            // Cheap, and without it a node's requests would go to C for as long as the CPU
+            // stays busy.
+            set_up_wanted(pool);
+        } else {
+            break;
+        }
         fsleep(QUIET);
         if pool.stopping() {
             return;
@@ -73,11 +91,8 @@ pub(crate) fn refill_now(pool: &Pool) {
     let stats = &pool.worker_stats;
     stats.runs.add(1, Relaxed);
     let limits = pool.limits();
+    set_up_wanted(pool);
     for (idx, depot) in pool.depots() {
-        if depot.wanted.take() {
-            // On failure, a later request asks again.
-            let _ = depot.set_up(limits.capacity());
-        }
         if !depot.is_set_up() {
             continue;
         }
@@ -92,6 +107,20 @@ pub(crate) fn refill_now(pool: &Pool) {
     }
     let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(0);
     stats.ns.add(ns, Relaxed);
+}
+
+/// Sets up the depots that requests asked for, unless the pool is bypassed. May sleep.
+fn set_up_wanted(pool: &Pool) {
+    if pool.bypassed() {
+        return;
+    }
+    let capacity = pool.limits().capacity();
+    for (_, depot) in pool.depots() {
+        if depot.wanted.take() {
+            // On failure, a later request asks again.
+            let _ = depot.set_up(capacity);
+        }
+    }
 }
 
 /// Zeroes the depot's dirty pages, a batch at a time outside its lock, until it has `high` clean

@@ -74,6 +74,9 @@ pub(crate) struct WorkerStats {
     /// Times the worker waited for requests to leave the depots alone: under demand, moved work
     /// would only land in the middle of it.
     pub(crate) quiet_waits: Atomic<u64>,
+    /// Times the worker waited because another task was waiting to run on its CPU: moved work
+    /// would take that task's time.
+    pub(crate) cpu_busy_waits: Atomic<u64>,
     /// Times the worker zeroed and refilled.
     pub(crate) runs: Atomic<u64>,
     /// Time the worker spent zeroing and refilling, in nanoseconds.
@@ -89,6 +92,7 @@ impl WorkerStats {
             refills: Atomic::new(0),
             refills_skipped: Atomic::new(0),
             quiet_waits: Atomic::new(0),
+            cpu_busy_waits: Atomic::new(0),
             runs: Atomic::new(0),
             ns: Atomic::new(0),
             shrunk: Atomic::new(0),
@@ -125,6 +129,7 @@ pub(crate) fn show(
         worker.refills_skipped.load(Relaxed)
     )?;
     writeln!(f, "quiet_waits {}", worker.quiet_waits.load(Relaxed))?;
+    writeln!(f, "cpu_busy_waits {}", worker.cpu_busy_waits.load(Relaxed))?;
     writeln!(f, "worker_runs {}", worker.runs.load(Relaxed))?;
     writeln!(f, "worker_ns {}", worker.ns.load(Relaxed))?;
     writeln!(f, "shrunk {}", worker.shrunk.load(Relaxed))?;

@@ -24,6 +24,7 @@ mod pool_tests {
         },
         refill,
     };
+    use core::cell::Cell;
     use kernel::{
         alloc::{
             flags::GFP_KERNEL,
@@ -303,13 +304,35 @@ mod pool_tests {
         // Nothing since: quiet. Requests ran the depot dry, so the refill leaves it to the
         // tables that come back; the one after that tops it up from the page allocator.
         assert!(refill::quiet(&pool));
+        // This test's CPU is taken as free: the next test covers the other case.
         let refills = pool.worker_stats.refills.load(Relaxed);
-        refill::run(&pool);
+        refill::run_when_free(&pool, || true);
         assert_eq!(pool.worker_stats.refills.load(Relaxed), refills);
         assert_eq!(pool.worker_stats.refills_skipped.load(Relaxed), 1);
-        refill::run(&pool);
+        refill::run_when_free(&pool, || true);
         assert_eq!(pool.worker_stats.refills.load(Relaxed), refills + 32);
         assert_eq!(pool.worker_stats.quiet_waits.load(Relaxed), 0);
+        drop(pages);
+        Ok(())
+    }
+
+    #[test]
+    fn the_worker_waits_for_its_cpu_to_be_free() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let pages = drain(&pool, 16)?;
+        // The drain used the depot: take that sign down, as the worker's first look would.
+        let _ = refill::quiet(&pool);
+        let runs = pool.worker_stats.runs.load(Relaxed);
+        // Another task is waiting for the CPU at the first look, none at the second.
+        let looks = Cell::new(0);
+        refill::run_when_free(&pool, || {
+            looks.set(looks.get() + 1);
+            looks.get() > 1
+        });
+        assert_eq!(looks.get(), 2);
+        assert_eq!(pool.worker_stats.cpu_busy_waits.load(Relaxed), 1);
+        assert_eq!(pool.worker_stats.quiet_waits.load(Relaxed), 0);
+        assert_eq!(pool.worker_stats.runs.load(Relaxed), runs + 1);
         drop(pages);
         Ok(())
     }

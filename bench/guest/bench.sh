@@ -61,7 +61,7 @@ WORKLOADS=(
 	"u_type1_huge|u|type1 huge 512"
 	"u_type1_churn|u|type1 churn 128 8"
 )
-POOL_KEYS="allocs hits fallbacks frees frees_zeroed frees_over_capacity zeroed zeroed_on_alloc refills refills_skipped quiet_waits cache_refills cache_spills worker_runs worker_ns"
+POOL_KEYS="allocs hits fallbacks frees frees_zeroed frees_over_capacity zeroed zeroed_on_alloc refills refills_skipped quiet_waits cpu_busy_waits cache_refills cache_spills worker_runs worker_ns"
 
 die() {
 	echo "bench.sh: $*" >&2
