@@ -24,7 +24,7 @@
 #                  APIC while PCIe FLRs, which unmap and remap the device's
 #                  BARs, run on the other: the VFIO boots' silent hang
 #                  (issue 16; docs/tcg-threads-and-flr.md). The reproducer,
-#                  qemu/guest/stress-flr.sh, stalls within a minute with
+#                  qemu/repro/stress-flr.sh, stalls within a minute with
 #                  multi and ran 400 s without a stall with single.
 # --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
 #                  with a port named iommu-pt.dma whose output QEMU discards:
@@ -122,7 +122,15 @@ qemu_opts="$qemu_opts${IOMMU_PT_QEMU_EXTRA:+ $IOMMU_PT_QEMU_EXTRA}"
 qmp_sock=$OUT/qmp-$$.sock
 qemu_opts="$qemu_opts -qmp unix:$qmp_sock,server=on,wait=off"
 if [ "$dma_port" -eq 1 ]; then
-	qemu_opts="$qemu_opts -device virtio-serial-pci,id=iommu_pt_dma,iommu_platform=on,disable-legacy=on"
+	# packed=on: with a split ring, QEMU (10.0.13, and master as of
+	# 2026-12) writes the second half of a used element that crosses a page
+	# of the ring's IOVA into the guest page physically after the first
+	# half's, not the one the IOMMU maps (address_space_write_cached_slow()
+	# translates only the first page): 4 zero bytes at offset 0 of an
+	# unrelated page at every wrap of the ring, which corrupted guest memory
+	# after a rebind of the port (issue 16, docs/port-rebind/findings.md). A
+	# packed ring's 16-byte descriptors never cross a page.
+	qemu_opts="$qemu_opts -device virtio-serial-pci,id=iommu_pt_dma,iommu_platform=on,disable-legacy=on,packed=on"
 	# Not "-chardev null": a null backend never reports itself open, and a
 	# virtio-serial port blocks the guest's writes until its host side is.
 	qemu_opts="$qemu_opts -chardev file,id=iommu_pt_dma_sink,path=/dev/null"

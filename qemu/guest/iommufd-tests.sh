@@ -147,12 +147,7 @@ run_one() {
 		[ "$z1" -eq "$z0" ] || problems="$problems; $((z1 - z0)) tables freed as all zero were not"
 	fi
 	echo "    # $name: $detail"
-	if [ -z "$problems" ]; then
-		echo "    ok $((2 * idx)) ${name}_checks"
-	else
-		echo "    not ok $((2 * idx)) ${name}_checks # ${problems#; }"
-		set_failed=1
-	fi
+	checks_result $((2 * idx)) "${name}_checks" "$problems"
 }
 
 # run_set ALLOCATOR INDEX: both binaries on one allocator, as one suite.

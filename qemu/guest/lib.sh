@@ -49,6 +49,32 @@ pool_load() {
 	insmod "$ko" zero_check=1 "$@"
 }
 
+# pool_refuses_params KO ARGS...: each ARGS, a string of PARAM=VALUE words,
+# must make insmod KO fail, with a kernel message from iommu_pt naming one of
+# its parameters (a refusal for any other reason proves nothing); what went
+# wrong is printed as comments. Fails if one was accepted or refused
+# silently, or if the module is left loaded.
+pool_refuses_params() {
+	local ko=$1 args names seen bad=0
+	shift
+	for args in "$@"; do
+		names=$(echo "$args" | grep -o '[a-z_]*=' | tr -d '=' | paste -sd '|')
+		# Only the messages of this insmod: the log is never cleared.
+		seen=$(dmesg | wc -l)
+		# shellcheck disable=SC2086
+		if insmod "$ko" $args 2>/dev/null; then
+			echo "# insmod $args was accepted"
+			rmmod iommu_pt
+			bad=1
+		elif ! dmesg | tail -n +$((seen + 1)) | grep -Eq "iommu_pt: .*($names)"; then
+			echo "# insmod $args was refused without a message naming the parameter:"
+			dmesg | tail -n +$((seen + 1)) | sed 's/^/# /'
+			bad=1
+		fi
+	done
+	[ "$bad" -eq 0 ] && [ ! -e /sys/module/iommu_pt ]
+}
+
 # pool_unload: unloads iommu_pt, first adding its frees_zeroed and
 # zero_check_failures to $ZERO_CHECK_LOG (the counters die with the module).
 ZERO_CHECK_LOG=/tmp/iommu-pt-zero-check
@@ -81,14 +107,34 @@ vmstat() {
 # cut a result line in two; kernel_reports prints the reports among them.
 quiet_console() { dmesg -n 1; }
 
-# kernel_reports: prints the kernel log's reports as KTAP comments (which
-# scripts/ktap.py also scans) and fails if there is any.
+# kernel_reports [ACCEPTED]: prints the kernel log's reports as KTAP comments
+# (which scripts/ktap.py also scans) and fails if there is any, except the
+# lines in the file ACCEPTED, whole lines of the log that a test accounted for
+# (dma_faults_expected).
 kernel_reports() {
-	local count
-	count=$(dmesg | grep -cEf "$KERNEL_REPORT_FILE")
-	echo "# kernel log: $count warnings or reports"
-	dmesg | grep -A20 -Ef "$KERNEL_REPORT_FILE" | head -n 80 | sed 's/^/# kernel: /'
+	local accepted=${1:-/dev/null} count
+	count=$(dmesg | grep -Ef "$KERNEL_REPORT_FILE" | grep -cvxFf "$accepted")
+	echo "# kernel log: $count warnings or reports$([ "$accepted" = /dev/null ] ||
+		echo ", besides $(wc -l <"$accepted") lines accounted for by a test")"
+	dmesg | grep -A20 -Ef "$KERNEL_REPORT_FILE" | grep -vxFf "$accepted" | head -n 80 |
+		sed 's/^/# kernel: /'
 	[ "$count" -eq 0 ]
+}
+
+# dma_faults_expected BDF: reads kernel log lines and splits off the DMA
+# faults that a test provokes on purpose (vfio_pci_driver_test's
+# memcpy_from_unmapped_iova and memcpy_to_unmapped_iova make the device read
+# and write an IOVA with nothing mapped): VT-d faults of device BDF for an
+# entry that is not present or lacks the access (legacy mode), or a
+# first-level entry that is not present (scalable mode), and the "handling
+# fault status" line before each. They are printed; anything else on the input is
+# printed on stderr. A fault of any other kind (a reserved bit set, a bad
+# context entry: what a corrupted table would cause) or of another device is
+# never expected.
+dma_faults_expected() {
+	local bdf=${1//./\.}
+	awk -v ok="DMAR: (DRHD: handling fault status reg [0-9a-f]+|\\[DMA (Read|Write) (NO_PASID|PASID 0x0)\\] Request device \\[$bdf\\] fault addr 0x[0-9a-f]+ \\[fault reason 0x0[56]\\] PTE (Read|Write) access is not set|\\[DMA (Read|Write) (NO_PASID|PASID 0x0)\\] Request device \\[$bdf\\] fault addr 0x[0-9a-f]+ \\[fault reason 0x[0-9a-f][0-9a-f]\\] SM: Present bit in first-level paging entry is clear)$" \
+		'$0 ~ ok { print; next } { print > "/dev/stderr" }'
 }
 
 # result STATUS NAME: one KTAP result line, numbered; a failure counts in
@@ -105,6 +151,18 @@ result() {
 	fi
 }
 
+# checks_result NUMBER NAME PROBLEMS: one nested result ("    ok NUMBER NAME"),
+# failed with PROBLEMS, a list of "; problem" items, as its reason if there
+# are any; a failure sets set_failed=1 for the suite around it.
+checks_result() {
+	if [ -z "$3" ]; then
+		echo "    ok $1 $2"
+	else
+		echo "    not ok $1 $2 # ${3#; }"
+		set_failed=1
+	fi
+}
+
 # dma_port: the virtio port named iommu-pt.dma (vportNpM), once udev made
 # its device node; empty if there is none.
 dma_port() {
@@ -118,6 +176,23 @@ dma_port() {
 		sleep 0.5
 	done
 	return 1
+}
+
+# pci_rebind BDF [TYPE...]: unbinds the driver of PCI function BDF, writes
+# each TYPE to its IOMMU group's type and binds the driver again. With no
+# driver bound, writing "DMA" to a DMA-FQ group gives it a new default domain;
+# "DMA-FQ" on a DMA group only starts a flush queue on the same domain; with
+# no TYPE, the device comes back to the same domain.
+pci_rebind() {
+	local dev=/sys/bus/pci/devices/$1 drv t
+	shift
+	drv=$(basename "$(readlink -f "$dev/driver")")
+	[ -n "$drv" ] && [ "$drv" != driver ] || return 1
+	echo "${dev##*/}" >"/sys/bus/pci/drivers/$drv/unbind" || return 1
+	for t in "$@"; do
+		echo "$t" >"$dev/iommu_group/type" || return 1
+	done
+	echo "${dev##*/}" >"/sys/bus/pci/drivers/$drv/bind"
 }
 
 # dma_writer_start PORT: lazy DMA-API traffic, in the background: writes of
@@ -174,4 +249,22 @@ fi_reset() {
 	fi_set require-end 0xffffffffffffffff
 	echo 0 >"$fi_dir/fail_page_alloc/min-order"
 	echo N >"$fi_dir/fail_page_alloc/ignore-gfp-highmem"
+	fi_iommufd_points
+}
+# iommufd's own fault points (fail_iommufd, CONFIG_IOMMUFD_TEST) count in
+# fail-nth like page and slab allocations, and fail with other errors (ENOENT,
+# ...). FI_IOMMUFD=off leaves them out, for checks that expect the ENOMEM of a
+# failed allocation (reliability.sh): a stack filter with an empty range
+# matches no stack, and fail-nth passes over a point whose filter does not
+# match. The default, on, is iommufd_fail_nth's setting.
+FI_IOMMUFD=${FI_IOMMUFD:-on}
+fi_iommufd_points() {
+	local d=$fi_dir/fail_iommufd
+	[ -d "$d" ] || return 0
+	echo 0 >"$d/require-start"
+	if [ "$FI_IOMMUFD" = on ]; then
+		echo 0xffffffffffffffff >"$d/require-end"
+	else
+		echo 0 >"$d/require-end"
+	fi
 }

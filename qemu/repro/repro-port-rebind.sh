@@ -40,12 +40,12 @@
 # Boot it with:
 #   IOMMU_PT_BUILD=$WORK/build-debug IOMMU_PT_MODULE_OUT=$WORK/module-debug \
 #   qemu/run-guest.sh --append "no5lvl iommu.debug_pagealloc=1" --dma-port -- \
-#     qemu/guest/repro-port-rebind.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
+#     qemu/repro/repro-port-rebind.sh /mnt/iommu-pt-work/module-debug/iommu_pt.ko \
 #     /mnt/iommu-pt-work/guest-bin 120 "RTS RTS"
 #
 # usage: repro-port-rebind.sh MODULE.ko GUEST_BIN_DIR SECONDS ORDER
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 ko=$1 bin=$2 secs=$3 order=$4
 quiet_console
 bdf=$(igb_bdf); bind_vfio_pci "$bdf" || { echo "bind failed"; exit 1; }
@@ -53,19 +53,9 @@ vfio=$(vfio_cdev "$bdf")
 port=$(dma_port) || { echo "no iommu-pt.dma port: boot with --dma-port"; exit 1; }
 dma_bdf=$(basename "$(dirname "$(readlink -f "/sys/class/virtio-ports/$port/device")")")
 type=/sys/bus/pci/devices/$dma_bdf/iommu_group/type
-# rebind [TYPE...]: unbinds the port's driver, writes each TYPE to its group's
-# type and binds the driver again. With no driver bound, writing "DMA" to a
-# DMA-FQ group replaces its domain; "DMA-FQ" on a DMA group only starts a flush
-# queue on the same domain; the type a group has changes nothing.
-rebind() {
-	local drv t
-	drv=$(basename "$(readlink -f "/sys/bus/pci/devices/$dma_bdf/driver")")
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/unbind" || return 1
-	for t in "$@"; do
-		echo "$t" >"$type" || return 1
-	done
-	echo "$dma_bdf" >"/sys/bus/pci/drivers/$drv/bind" && port=$(dma_port)
-}
+# rebind [TYPE...]: the port's driver rebound (lib.sh's pci_rebind), and the
+# port found again.
+rebind() { pci_rebind "$dma_bdf" "$@" && port=$(dma_port); }
 reports() { dmesg | grep -cEf "$KERNEL_REPORT_FILE"; }
 
 phase() {

@@ -7,14 +7,14 @@
 # the kernel's reports. For a failure that comes once in hundreds of tests,
 # such as CI's memcpy_storm timeout in scalable mode (patch 0018), e.g.:
 #   qemu/run-guest.sh --mode scalable --timeout 3600 -- \
-#     qemu/guest/repro-vfio-loop.sh /mnt/iommu-pt-work/vfio-selftests \
+#     qemu/repro/repro-vfio-loop.sh /mnt/iommu-pt-work/vfio-selftests \
 #     vfio_pci_driver_test 10
 # (about 260 s a run in scalable mode under TCG). Kernel warnings and errors
 # go to the console too, so a hang shows where it happened.
 #
 # usage: repro-vfio-loop.sh SELFTEST_DIR BINARY N [ARGS...]
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 if [ $# -lt 3 ]; then
 	echo "usage: repro-vfio-loop.sh SELFTEST_DIR BINARY N [ARGS...]" >&2
 	exit 2

@@ -13,7 +13,7 @@
 # reset      PCIe FLRs through sysfs (the default)
 # noreset    no device activity: the 9p reader and the heartbeat alone
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../guest/lib.sh"
 secs=${1:?usage: stress-flr.sh SECONDS [reset|noreset]}
 what=${2:-reset}
 case "$what" in reset | noreset) ;; *) echo "stress-flr.sh: reset or noreset, not '$what'" >&2; exit 2 ;; esac
