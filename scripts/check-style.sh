@@ -59,5 +59,7 @@ for f in "$REPO"/bench/kmod/*.c; do
 done
 # The KTAP judge's self-test, over the crafted logs in scripts/ktap-cases/.
 python3 "$REPO/scripts/test-ktap.py" || { warn "scripts/ktap.py failed its self-test"; status=1; }
+# The guest library's checks, fed what they must accept and what they must refuse.
+"$REPO/scripts/test-guest-lib.sh" || { warn "qemu/guest/lib.sh failed its self-test"; status=1; }
 [ "$status" -eq 0 ] && log "style checks passed"
 exit "$status"
