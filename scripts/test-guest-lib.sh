@@ -10,7 +10,18 @@
 #    a fault of another device, a fault of another kind (reserved bits set,
 #    a bad context entry) and any other report are not;
 #  - checks_result: a result line without problems passes, one with problems
-#    fails with them as its reason and marks the suite failed.
+#    fails with them as its reason and marks the suite failed;
+#  - pool_snapshot and pool_served_check, over crafted iommu_pt/stats files:
+#    a clean run passes; no hit, a fallback, an alloc that was no hit,
+#    outstanding not back, a zero check failure, a counter missing, empty or
+#    not an integer, a snapshot missing or with a field too many fail;
+#  - nr_iommu_pages_check, over a crafted vmstat file: back at the baseline
+#    passes; grown, an empty baseline, a counter missing or empty fail;
+#  - pool_reloads, with insmod and rmmod replaced: every reload through
+#    pool_unload and pool_load; the first failure stops it and fails it;
+#  - map_start, map_next, map_end, with a stand-in for iommufd-map: the
+#    states and the exit status come back; a program that dies early gives
+#    an empty state and its own status.
 # Exits 1 if any expectation is wrong.
 
 set -u
@@ -37,15 +48,16 @@ unexpected='[   76.822106] DMAR: [DMA Write NO_PASID] Request device [0000:00:0d
 [   76.822106] DMAR: [DMA Read NO_PASID] Request device [0000:00:0c.0] fault addr 0x0 [fault reason 0x03] Invalid context entry
 [   76.822106] DMAR: [DMA Read PASID 0x0] Request device [0000:00:0c.0] fault addr 0x80000000 [fault reason 0x79] SM: Read/Write permission error in second-level paging entry
 [   80.000000] WARNING: CPU: 0 PID: 1 at drivers/iommu/iommu-pages.c:60'
-out=$(mktemp)
-err=$(mktemp)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out=$work/out
+err=$work/err
 printf '%s\n%s\n' "$expected" "$unexpected" | dma_faults_expected "$igb" >"$out" 2>"$err"
 expect "dma_faults_expected keeps the igb's not-present faults" "$expected" "$(cat "$out")"
 expect "dma_faults_expected refuses the rest" "$unexpected" "$(cat "$err")"
 printf '%s\n' "$expected" | dma_faults_expected 0000:00:0d.0 >"$out" 2>"$err"
 expect "dma_faults_expected refuses the igb's faults for another device" \
 	"$(grep -c 'Request device' <<<"$expected")" "$(grep -c 'Request device' "$err")"
-rm -f "$out" "$err"
 
 set_failed=0
 expect "checks_result without problems" "    ok 2 x_checks" "$(checks_result 2 x_checks "")"
@@ -54,6 +66,139 @@ line=$(checks_result 4 y_checks "; one; two")
 expect "checks_result with problems" "    not ok 4 y_checks # one; two" "$line"
 checks_result 4 y_checks "; one" >/dev/null
 expect "checks_result with problems fails the suite" 1 "$set_failed"
+
+# The pool's counters. stats FILE ALLOCS HITS FALLBACKS OUTSTANDING
+# FREES_ZEROED ZERO_CHECK_FAILURES: an iommu_pt/stats file with those, among
+# counters that pool_snapshot does not read.
+stats() {
+	printf 'allocs %s\nhits %s\nfallbacks %s\nfrees 7\nfrees_over_capacity 0\nfrees_zeroed %s\nzero_check_failures %s\nzeroed_on_alloc 0\noutstanding %s\nclean 250\n' \
+		"$2" "$3" "$4" "$6" "$7" "$5" >"$1"
+}
+# snapshot ALLOCS HITS FALLBACKS OUTSTANDING FREES_ZEROED ZERO_CHECK_FAILURES:
+# pool_snapshot's line for a stats file with those.
+snapshot() {
+	stats "$work/stats" "$@"
+	POOL_STATS=$work/stats pool_snapshot
+}
+# served BEFORE AFTER: pool_served_check's status and problems.
+served() {
+	pool_served_check "$1" "$2"
+	echo "$? $pool_problems"
+}
+
+before=$(snapshot 100 90 10 5 3 0)
+expect "pool_snapshot reads the counters in order" "100 90 10 5 3 0" "$before"
+expect "pool_snapshot reads a negative outstanding" "1 1 0 -2 0 0" "$(snapshot 1 1 0 -2 0 0)"
+stats "$work/stats" 100 90 10 5 3 0
+for bad in '/^hits /d' 's/^hits .*/hits/' 's/^hits .*/hits /' 's/^outstanding .*/outstanding 5x/' \
+	's/^frees_zeroed .*/frees_zeroed 03/' '$a zero_check_failures 0'; do
+	sed "$bad" "$work/stats" >"$work/bad"
+	got=$(POOL_STATS=$work/bad pool_snapshot 2>"$err")
+	expect "pool_snapshot fails on stats edited with '$bad'" "1 ''" "$? '$got'"
+	expect "pool_snapshot says why on stats edited with '$bad'" 1 "$(grep -c '^pool_snapshot: ' "$err")"
+done
+got=$(POOL_STATS=$work/none pool_snapshot 2>/dev/null)
+expect "pool_snapshot fails without a stats file" "1 ''" "$? '$got'"
+
+pool_served_check "$before" "$(snapshot 150 140 10 5 20 0)"
+expect "pool_served_check passes a clean run" "0 ''" "$? '$pool_problems'"
+expect "pool_served_check's detail" \
+	"pool: allocs +50, hits +50, fallbacks +0, outstanding 5 -> 5, tables freed all zero +17, zero check failures +0" \
+	"$pool_detail"
+expect "pool_served_check fails with no hit" "1 ; the pool served no table" \
+	"$(served "$before" "$(snapshot 100 90 10 5 3 0)")"
+expect "pool_served_check fails with a fallback" "1 ; 1 tables were left to C" \
+	"$(served "$before" "$(snapshot 151 140 11 5 20 0)")"
+expect "pool_served_check fails with an alloc that was no hit" \
+	"1 ; allocs +51 but hits +50: not every request was served by the pool" \
+	"$(served "$before" "$(snapshot 151 140 10 5 20 0)")"
+expect "pool_served_check fails with outstanding not back" "1 ; outstanding 5 -> 6" \
+	"$(served "$before" "$(snapshot 150 140 10 6 20 0)")"
+expect "pool_served_check fails with a zero check failure" \
+	"1 ; 1 tables freed as all zero were not (zero_check_failures)" \
+	"$(served "$before" "$(snapshot 150 140 10 5 20 1)")"
+missing="1 ; pool counters missing or not integers (want: $POOL_SNAPSHOT)"
+expect "pool_served_check fails with a counter missing after" "$missing" "$(served "$before" "150 140 10 5 20")"
+expect "pool_served_check fails with a counter missing before" "$missing" "$(served "100 90 10 5 0" "150 140 10 5 20 0")"
+expect "pool_served_check fails with an empty snapshot before" "$missing" "$(served "" "150 140 10 5 20 0")"
+expect "pool_served_check fails with no snapshots" "$missing" "$(served "" "")"
+expect "pool_served_check fails with a field too many" "$missing" "$(served "$before" "150 140 10 5 20 0 1")"
+expect "pool_served_check fails with a field not an integer" "$missing" "$(served "$before" "150 140 10 5 x 0")"
+
+# NR_IOMMU_PAGES, from a vmstat file of ours.
+VMSTAT=$work/vmstat
+VMSTAT_REFRESH=$work/refresh
+printf 'nr_free_pages 1000\nnr_iommu_pages 120\nnr_iommu_pages_x 5\n' >"$VMSTAT"
+nr_iommu_pages_check 120
+expect "nr_iommu_pages_check passes at the baseline" "0 120 -> 120" "$? $nr_iommu_pages_change"
+expect "vmstat folds the per-CPU deltas in first" 1 "$(cat "$VMSTAT_REFRESH")"
+nr_iommu_pages_check 118
+expect "nr_iommu_pages_check fails when NR_IOMMU_PAGES grew" "1 118 -> 120" "$? $nr_iommu_pages_change"
+nr_iommu_pages_check ""
+expect "nr_iommu_pages_check fails with an empty baseline" 1 "$?"
+printf 'nr_free_pages 1000\n' >"$VMSTAT"
+nr_iommu_pages_check ""
+expect "nr_iommu_pages_check fails with no counter and an empty baseline" 1 "$?"
+printf 'nr_iommu_pages\n' >"$VMSTAT"
+nr_iommu_pages_check 120
+expect "nr_iommu_pages_check fails with an empty counter" "1 120 -> " "$? $nr_iommu_pages_change"
+
+# Reloads, with insmod and rmmod that log their calls and fail the call named
+# in $fake_fail ("insmod 2": the second insmod).
+insmod() { fake insmod; }
+rmmod() { fake rmmod; }
+fake() {
+	fake_log="$fake_log $1"
+	fake_calls="$fake_calls $1"
+	[ "$1 $(echo "$fake_calls" | grep -o "$1" | wc -l)" != "$fake_fail" ]
+}
+# reloads COUNT FAIL: pool_reloads's status, output and calls.
+reloads() {
+	fake_log="" fake_calls="" fake_fail=$2
+	pool_reloads ko "$1" >"$out"
+	echo "$? '$(cat "$out")'$fake_log"
+}
+POOL_STATS=$work/stats
+ZERO_CHECK_LOG=$work/zero-check
+stats "$POOL_STATS" 100 90 10 5 3 0
+expect "pool_reloads reloads" "0 '' rmmod insmod rmmod insmod rmmod insmod" "$(reloads 3 "")"
+expect "pool_reloads unloads with pool_unload" 3 "$(wc -l <"$ZERO_CHECK_LOG")"
+expect "pool_reloads stops at a failed load" "1 '# reload 2 failed' rmmod insmod rmmod insmod" \
+	"$(reloads 3 "insmod 2")"
+expect "pool_reloads stops at a failed unload" "1 '# reload 1 failed' rmmod" "$(reloads 3 "rmmod 1")"
+expect "pool_reloads refuses no count" "1 '# pool_reloads: '' is no number of reloads'" "$(reloads "" "")"
+expect "pool_reloads refuses a count of 0" "1 '# pool_reloads: '0' is no number of reloads'" "$(reloads 0 "")"
+unset -f insmod rmmod
+
+# The map handshake, with a stand-in for iommufd-map: "ok" maps, unmaps and
+# tears down at each line read; "dies" fails before mapping.
+cat >"$work/map" <<'EOF'
+#!/bin/bash
+if [ "$1" = dies ]; then
+	echo "iommufd-map: map: Cannot allocate memory" >&2
+	exit 3
+fi
+echo mapped
+read -r _ || exit 1
+echo unmapped
+read -r _ || exit 1
+exit 0
+EOF
+chmod +x "$work/map"
+map_start "$work/map" ok 512
+expect "map_start reads the first state" mapped "$map_state"
+map_next
+expect "map_next reads the next state" unmapped "$map_state"
+map_end
+expect "map_end gets the exit status" 0 "$map_status"
+map_start "$work/map" dies 512
+expect "map_start reads an error as the state" "iommufd-map: map: Cannot allocate memory" "$map_state"
+# Time for bash to reap the coproc: then it closes the coproc's fds.
+sleep 0.2
+map_next 2>/dev/null
+expect "map_next after the program died gives an empty state" "" "$map_state"
+map_end 2>/dev/null
+expect "map_end gets the status of a program that died" 3 "$map_status"
 
 [ "$failed" -eq 0 ] && echo "guest library self-test: every expectation met"
 exit "$failed"

@@ -15,7 +15,7 @@
 #    to a fixture variant (ALLOWED_SKIPS, counted);
 #  - iommufd_checks: NR_IOMMU_PAGES back at its value; on the pool, tables
 #    served (hits >= 1), none left to C, every table handed back, no table
-#    freed as all zero that was not;
+#    freed as all zero that was not (lib.sh's pool_served_check);
 #  - iommufd_fail_nth: the binary (FAIL_NTH_TESTS tests, none skipped). It
 #    makes the nth fault-injection point of each ioctl fail, for n = 1, 2, ...
 #    until the ioctl succeeds. Order-0 page allocations are made injectable
@@ -87,17 +87,12 @@ fi_table_allocs_only() {
 	echo "# fail_page_alloc limited to iommu-pages.c's allocations: 0x${range% *}-0x${range#* }"
 }
 
-# pool_counters: the pool's counters that the checks compare, on one line.
-pool_counters() {
-	echo "$(pool_stat allocs) $(pool_stat hits) $(pool_stat fallbacks) $(pool_stat outstanding) $(pool_stat zero_check_failures)"
-}
-
 # run_one ALLOCATOR INDEX NAME BINARY PLAN SKIP_ERE SKIPS [tables]: one run of
 # a binary and its checks, as two results.
 run_one() {
 	local alloc=$1 idx=$2 name=$3 binary=$4 plan=$5 skip_ere=$6 skips=$7 filter=${8:-}
 	local out=$tmp/$alloc-$name pages0 pages1 rc problems="" detail t0
-	local a0 h0 f0 o0 z0 a1 h1 f1 o1 z1 pages_injected slab_injected
+	local pool0="" pages_back pages_injected slab_injected
 
 	fi_reset
 	fi_set times "$TIMES"
@@ -108,7 +103,7 @@ run_one() {
 		return
 	fi
 	pages0=$(vmstat nr_iommu_pages)
-	[ "$alloc" = c ] || read -r a0 h0 f0 o0 z0 < <(pool_counters)
+	[ "$alloc" = c ] || pool0=$(pool_snapshot)
 	echo "        # Subtest: $name"
 	t0=$(date +%s)
 	timeout "$TEST_TIMEOUT" "$tests/$binary" >"$out" 2>&1
@@ -117,7 +112,9 @@ run_one() {
 	pages_injected=$((TIMES - $(cat "$fi_dir/fail_page_alloc/times")))
 	slab_injected=$((TIMES - $(cat "$fi_dir/failslab/times")))
 	fi_reset
-	pages1=$(vmstat nr_iommu_pages)
+	nr_iommu_pages_check "$pages0"
+	pages_back=$?
+	pages1=$nr_iommu_pages
 
 	problems=$(ksft_problems "$out" "$plan" "$skip_ere" "$skips")
 	if [ "$rc" -eq 0 ] && [ -z "$problems" ]; then
@@ -129,7 +126,7 @@ run_one() {
 
 	problems=""
 	detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, failures injected: $pages_injected page, $slab_injected slab"
-	[ -n "$pages1" ] && [ "$pages1" = "$pages0" ] || problems="$problems; nr_iommu_pages $pages0 -> $pages1"
+	[ "$pages_back" -eq 0 ] || problems="$problems; nr_iommu_pages $nr_iommu_pages_change"
 	if [ "$binary" = iommufd_fail_nth ] && [ "$pages_injected" -lt 1 ]; then
 		problems="$problems; no page allocation failure injected${filter:+ in iommu-pages.c}"
 	fi
@@ -138,13 +135,9 @@ run_one() {
 	elif [ ! -r "$POOL_STATS" ]; then
 		problems="$problems; iommu_pt is not loaded"
 	else
-		read -r a1 h1 f1 o1 z1 < <(pool_counters)
-		detail="$detail; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1, zero check failures +$((z1 - z0))"
-		[ $((h1 - h0)) -ge 1 ] || problems="$problems; the pool served no table"
-		[ "$f1" -eq "$f0" ] && [ $((a1 - a0)) -eq $((h1 - h0)) ] ||
-			problems="$problems; $((f1 - f0)) tables were left to C"
-		[ "$o1" -eq "$o0" ] || problems="$problems; outstanding $o0 -> $o1"
-		[ "$z1" -eq "$z0" ] || problems="$problems; $((z1 - z0)) tables freed as all zero were not"
+		pool_served_check "$pool0" "$(pool_snapshot)"
+		detail="$detail; $pool_detail"
+		problems="$problems$pool_problems"
 	fi
 	echo "    # $name: $detail"
 	checks_result $((2 * idx)) "${name}_checks" "$problems"

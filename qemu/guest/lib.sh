@@ -40,6 +40,67 @@ vfio_cdev() {
 # pool_stat NAME: one counter of the iommu_pt module.
 pool_stat() { awk -v k="$1" '$1 == k { print $2 }' "$POOL_STATS"; }
 
+# integers VALUE...: succeeds if every VALUE is an integer (digits, an
+# optional minus, no leading zero), so that an empty or missing reading is
+# never compared as a number.
+integers() {
+	local v
+	[ "$#" -gt 0 ] || return 1
+	for v in "$@"; do
+		[[ "$v" =~ ^-?(0|[1-9][0-9]*)$ ]] || return 1
+	done
+}
+
+# pool_snapshot: the pool's counters that pool_served_check compares, on one
+# line, in the order of POOL_SNAPSHOT. Fails, printing nothing and saying why
+# on stderr, if one is missing, empty or not an integer.
+POOL_SNAPSHOT="allocs hits fallbacks outstanding frees_zeroed zero_check_failures"
+pool_snapshot() {
+	local k v line=""
+	for k in $POOL_SNAPSHOT; do
+		v=$(pool_stat "$k" 2>/dev/null)
+		if ! integers "$v"; then
+			echo "pool_snapshot: $k in $POOL_STATS: '$v', not an integer" >&2
+			return 1
+		fi
+		line="$line${line:+ }$v"
+	done
+	echo "$line"
+}
+
+# pool_served_check BEFORE AFTER: whether the pool served every table between
+# two pool_snapshot lines: hits grew (at least one table served), every
+# request was a hit (allocs and hits grew alike, fallbacks did not), every
+# table came back (outstanding as before) and no table freed as all zero was
+# not (zero_check_failures as before). Not from a $(...) subshell: sets
+# pool_detail ("pool: allocs +N, ...") and pool_problems, a list of
+# "; problem" items for checks_result, empty if none; fails if there are
+# any. A snapshot missing, with a field missing or not an integer fails.
+pool_served_check() {
+	local a0 h0 f0 o0 z0 zf0 rest0 a1 h1 f1 o1 z1 zf1 rest1
+	pool_detail=""
+	pool_problems=""
+	read -r a0 h0 f0 o0 z0 zf0 rest0 <<<"$1"
+	read -r a1 h1 f1 o1 z1 zf1 rest1 <<<"$2"
+	if [ -n "$rest0$rest1" ] ||
+		! integers "$a0" "$h0" "$f0" "$o0" "$z0" "$zf0" "$a1" "$h1" "$f1" "$o1" "$z1" "$zf1"; then
+		pool_detail="pool: counters before '$1', after '$2'"
+		pool_problems="; pool counters missing or not integers (want: $POOL_SNAPSHOT)"
+		return 1
+	fi
+	pool_detail="pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1, tables freed all zero +$((z1 - z0)), zero check failures +$((zf1 - zf0))"
+	[ $((h1 - h0)) -ge 1 ] || pool_problems="$pool_problems; the pool served no table"
+	if [ "$f1" -ne "$f0" ]; then
+		pool_problems="$pool_problems; $((f1 - f0)) tables were left to C"
+	elif [ $((a1 - a0)) -ne $((h1 - h0)) ]; then
+		pool_problems="$pool_problems; allocs +$((a1 - a0)) but hits +$((h1 - h0)): not every request was served by the pool"
+	fi
+	[ "$o1" -eq "$o0" ] || pool_problems="$pool_problems; outstanding $o0 -> $o1"
+	[ "$zf1" -eq "$zf0" ] ||
+		pool_problems="$pool_problems; $((zf1 - zf0)) tables freed as all zero were not (zero_check_failures)"
+	[ -z "$pool_problems" ]
+}
+
 # pool_load KO [PARAM=VALUE...]: loads iommu_pt with zero_check=1, so that
 # every table generic_pt frees as all zero is checked before the pool reuses
 # it (a failure counts in zero_check_failures).
@@ -75,6 +136,24 @@ pool_refuses_params() {
 	[ "$bad" -eq 0 ] && [ ! -e /sys/module/iommu_pt ]
 }
 
+# pool_reloads KO COUNT: unloads and loads iommu_pt COUNT times (pool_unload,
+# pool_load), meant while domains with tables from the pool stay alive; stops
+# at the first unload or load that fails, saying which as a comment, and
+# fails then.
+pool_reloads() {
+	local i
+	if ! integers "$2" || [ "$2" -lt 1 ]; then
+		echo "# pool_reloads: '$2' is no number of reloads"
+		return 1
+	fi
+	for i in $(seq "$2"); do
+		if ! pool_unload || ! pool_load "$1"; then
+			echo "# reload $i failed"
+			return 1
+		fi
+	done
+}
+
 # pool_unload: unloads iommu_pt, first adding its frees_zeroed and
 # zero_check_failures to $ZERO_CHECK_LOG (the counters die with the module).
 ZERO_CHECK_LOG=/tmp/iommu-pt-zero-check
@@ -97,10 +176,25 @@ zero_check_result() {
 }
 
 # vmstat NAME: a /proc/vmstat counter, with the per-CPU deltas folded in first
-# (/proc/vmstat alone drifts by the stat threshold).
+# (/proc/vmstat alone drifts by the stat threshold). VMSTAT and VMSTAT_REFRESH
+# are set here, not taken from the environment; the host's self-test of this
+# library (scripts/test-guest-lib.sh) points them at files of its own.
+VMSTAT=/proc/vmstat
+VMSTAT_REFRESH=/proc/sys/vm/stat_refresh
 vmstat() {
-	echo 1 >/proc/sys/vm/stat_refresh
-	awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat
+	echo 1 >"$VMSTAT_REFRESH"
+	awk -v k="$1" '$1 == k { print $2 }' "$VMSTAT"
+}
+
+# nr_iommu_pages_check BEFORE: whether NR_IOMMU_PAGES is back at BEFORE, a
+# reading of vmstat nr_iommu_pages taken earlier. Not from a $(...) subshell:
+# sets nr_iommu_pages to the reading now and nr_iommu_pages_change to
+# "BEFORE -> NOW" for the caller's message. Fails unless both are integers and
+# equal: two empty readings are no match.
+nr_iommu_pages_check() {
+	nr_iommu_pages=$(vmstat nr_iommu_pages)
+	nr_iommu_pages_change="$1 -> $nr_iommu_pages"
+	integers "$1" "$nr_iommu_pages" && [ "$nr_iommu_pages" -eq "$1" ]
 }
 
 # Keeps kernel messages in the log buffer, off the console, where they could
@@ -135,6 +229,39 @@ dma_faults_expected() {
 	local bdf=${1//./\.}
 	awk -v ok="DMAR: (DRHD: handling fault status reg [0-9a-f]+|\\[DMA (Read|Write) (NO_PASID|PASID 0x0)\\] Request device \\[$bdf\\] fault addr 0x[0-9a-f]+ \\[fault reason 0x0[56]\\] PTE (Read|Write) access is not set|\\[DMA (Read|Write) (NO_PASID|PASID 0x0)\\] Request device \\[$bdf\\] fault addr 0x[0-9a-f]+ \\[fault reason 0x[0-9a-f][0-9a-f]\\] SM: Present bit in first-level paging entry is clear)$" \
 		'$0 ~ ok { print; next } { print > "/dev/stderr" }'
+}
+
+# map_start PROGRAM VFIO MAPPINGS [dense]: PROGRAM, the guest's iommufd-map
+# (qemu/guest/iommufd-map.c), run as coproc MAP up to its first pause; sets
+# map_state to the line it printed ("mapped", or its error). map_next lets it
+# go on to its next pause and sets map_state to that line ("unmapped"), empty
+# if it printed nothing; map_end lets it tear down, waits for it and sets
+# map_status to its exit status. Not from $(...) subshells. The coproc's fds
+# and pid are kept here: bash unsets MAP once the coproc exits. A program
+# that died early makes map_state empty and map_status its own, never this
+# shell's end: the line to it is written with SIGPIPE ignored.
+map_start() {
+	coproc MAP { "$@" 2>&1; }
+	map_pid=${MAP_PID:-}
+	map_out=${MAP[0]:-}
+	map_in=${MAP[1]:-}
+	map_state=""
+	read -r map_state <&"$map_out"
+}
+map_send() {
+	trap '' PIPE
+	echo >&"$map_in"
+	trap - PIPE
+}
+map_next() {
+	map_state=""
+	map_send
+	read -r map_state <&"$map_out"
+}
+map_end() {
+	map_send
+	wait "$map_pid"
+	map_status=$?
 }
 
 # result STATUS NAME: one KTAP result line, numbered; a failure counts in

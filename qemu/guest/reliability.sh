@@ -48,15 +48,15 @@ STRESS_SECONDS=${3:-120}
 RELOADS=${4:-100}
 
 # check_baseline NAME PAGES0: NR_IOMMU_PAGES back to PAGES0 (after the pool
-# worker settled), reported as a result.
+# worker settled), reported as a result; both must be integers (lib.sh's
+# nr_iommu_pages_check), never two empty strings.
 check_baseline() {
-	local pages
+	local rc
 	sleep 1
-	pages=$(vmstat nr_iommu_pages)
-	echo "# $1: nr_iommu_pages $2 -> $pages"
-	# Numbers, never two empty strings.
-	[ -n "$pages" ] && [ -n "$2" ] && [ "$pages" -eq "$2" ]
-	result $? "$1"
+	nr_iommu_pages_check "$2"
+	rc=$?
+	echo "# $1: nr_iommu_pages $nr_iommu_pages_change"
+	result "$rc" "$1"
 }
 
 # fi_modules_only: count only allocations made with module code on the stack:
@@ -166,9 +166,7 @@ runs0=$(pool_stat worker_runs)
 fi_modules_only
 fi_set probability 100
 fi_set times 100000
-coproc MAP { "$bin/iommufd-map" "$vfio" 64 2>&1; }
-map_pid=$MAP_PID
-read -r state <&"${MAP[0]}"
+map_start "$bin/iommufd-map" "$vfio" 64
 # The worker's run, after its quiet period, tries to refill.
 sleep 1
 injected=$((100000 - $(cat "$fi_dir/fail_page_alloc/times")))
@@ -176,13 +174,10 @@ fi_reset
 fb=$(($(pool_stat fallbacks) - fb0))
 rf=$(($(pool_stat refills) - rf0))
 runs=$(($(pool_stat worker_runs) - runs0))
-echo "# refill failures: sparse map of 64 pages: $state; worker runs $runs, $injected refill allocations failed, $rf succeeded, $fb tables from C"
-echo >&"${MAP[1]}"
-read -r state <&"${MAP[0]}"
-echo >&"${MAP[1]}"
-wait "$map_pid"
-map_rc=$?
-[ "$map_rc" -eq 0 ] && [ "$injected" -ge 1 ] && [ "$rf" -eq 0 ] && [ "$runs" -ge 1 ] &&
+echo "# refill failures: sparse map of 64 pages: $map_state; worker runs $runs, $injected refill allocations failed, $rf succeeded, $fb tables from C"
+map_next
+map_end
+[ "$map_status" -eq 0 ] && [ "$injected" -ge 1 ] && [ "$rf" -eq 0 ] && [ "$runs" -ge 1 ] &&
 	[ -n "$o0" ] && [ "$(pool_stat outstanding)" -eq "$o0" ]
 result $? fault_refill_worker
 total_tried=$((total_tried + injected))
@@ -349,11 +344,8 @@ pool_load "$ko"
 coproc STRESS { "$bin/stress-map" "$vfio" 3 4 0 2>&1; }
 stress_pid=$STRESS_PID
 sleep 2
-reload_bad=0
-for i in $(seq 1 "$RELOADS"); do
-	pool_unload || reload_bad=1
-	pool_load "$ko" || reload_bad=1
-done
+pool_reloads "$ko" "$RELOADS"
+reload_bad=$?
 echo >&"${STRESS[1]}"
 out=$(cat <&"${STRESS[0]}")
 wait "$stress_pid"

@@ -82,28 +82,25 @@ vfio=""
 result $? pool_igb_bound_to_vfio_pci
 
 hits0=$(pool_stat hits) out0=$(pool_stat outstanding) iommu0=$(vmstat nr_iommu_pages)
-coproc MAP { "$bin/iommufd-map" "$vfio" "$MAPPINGS" 2>&1; }
-read -r state <&"${MAP[0]}"
+map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
 hits1=$(pool_stat hits) out1=$(pool_stat outstanding)
-echo "# $state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
-[ "$state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
+echo "# $map_state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
+[ "$map_state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
 result $? pool_serves_domain_tables
-echo >&"${MAP[1]}"
-read -r state <&"${MAP[0]}"
+map_next
 out2=$(pool_stat outstanding)
-echo "# $state: outstanding $out2"
+echo "# $map_state: outstanding $out2"
 # generic_pt keeps emptied tables until the domain is freed.
-[ "$state" = unmapped ]
+[ "$map_state" = unmapped ]
 result $? pool_unmap_succeeds
-echo >&"${MAP[1]}"
-wait "$MAP_PID"
-map_status=$?
-out3=$(pool_stat outstanding) iommu3=$(vmstat nr_iommu_pages)
-echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pages $iommu3 (was $iommu0)"
+map_end
+out3=$(pool_stat outstanding)
+nr_iommu_pages_check "$iommu0"
+pages_back=$?
+echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pages $nr_iommu_pages (was $iommu0)"
 [ "$map_status" -eq 0 ] && [ "$out3" -eq "$out0" ]
 result $? pool_teardown_returns_every_page
-[ "$iommu3" -eq "$iommu0" ]
-result $? pool_nr_iommu_pages_back_to_baseline
+result "$pages_back" pool_nr_iommu_pages_back_to_baseline
 
 # Memory pressure: dropping caches runs every shrinker, the pool's among them.
 shrunk0=$(pool_stat shrunk) clean0=$(pool_stat clean) dirty0=$(pool_stat dirty)
@@ -124,24 +121,18 @@ echo "# dense map of 1024 pages: exit $rc, tables freed all zero $z0 -> $z1, zer
 result $? pool_takes_emptied_tables_back_clean
 
 # 4. Module churn with a live, mapped domain.
-coproc MAP { "$bin/iommufd-map" "$vfio" "$MAPPINGS" 2>&1; }
-read -r state <&"${MAP[0]}"
-[ "$state" = mapped ]
+map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
+[ "$map_state" = mapped ]
 result $? pool_domain_mapped_before_churn
-churn_ok=0
-for i in $(seq "$CHURN"); do
-	rmmod iommu_pt && insmod "$ko" zero_check=1 || { churn_ok=1; echo "# reload $i failed"; break; }
-done
-result $churn_ok pool_reloads_with_live_domain
+pool_reloads "$ko" "$CHURN"
+result $? pool_reloads_with_live_domain
 rmmod iommu_pt
-echo >&"${MAP[1]}"
-read -r state <&"${MAP[0]}"
-echo >&"${MAP[1]}"
-wait "$MAP_PID"
-map_status=$?
-iommu4=$(vmstat nr_iommu_pages)
-echo "# after churn and teardown: status $map_status, nr_iommu_pages $iommu4 (was $iommu0)"
-[ "$map_status" -eq 0 ] && [ "$state" = unmapped ] && [ "$iommu4" -eq "$iommu0" ]
+map_next
+map_end
+nr_iommu_pages_check "$iommu0"
+pages_back=$?
+echo "# after churn and teardown: status $map_status, nr_iommu_pages $nr_iommu_pages (was $iommu0)"
+[ "$map_status" -eq 0 ] && [ "$map_state" = unmapped ] && [ "$pages_back" -eq 0 ]
 result $? pool_churn_leaks_nothing
 kernel_reports
 result $? pool_no_kernel_warnings

@@ -20,9 +20,10 @@
 #    only); those are counted, and the final scan of the whole kernel log
 #    leaves out just those lines;
 #  - on the C allocator, the module is not loaded;
-#  - on the Rust pool, the pool served every table: its counters show tables
-#    served (hits >= 1), no request left to C (fallbacks +0), and every table
-#    handed back (outstanding back to its value before); and every table frame
+#  - on the Rust pool, the pool served every table (lib.sh's
+#    pool_served_check): its counters show tables served (hits >= 1), no
+#    request left to C (fallbacks +0), every table handed back (outstanding
+#    back to its value before) and no zero check failure; and every table frame
 #    the sampler found in the page table of the binary's domain is a page of
 #    the pool (one of its spare pages before or after the binary). Between
 #    binaries the device is back in its default DMA domain, made at boot by
@@ -36,7 +37,8 @@
 # table frames: each of its tests maps 1 GiB of 4 KiB pages, 512 leaf tables
 # and more (seen: 518 and 520), so a sampler that sees only a top table, or
 # nothing it can parse, fails the check instead of passing it with no frame to
-# compare. Failed samples are counted in the detail line.
+# compare. A sample that failed (table-frames exits 1 on a dump it cannot
+# parse) fails the check; the first error it printed is in the detail line.
 #
 # Two variables make a subset, for the debug kernel, where every variant of
 # vfio_pci_driver_test maps and pins 1 GiB of 4 KiB pages under KASAN:
@@ -137,8 +139,7 @@ run_one() {
 	local alloc=$1 idx=$2 name=$3
 	local samples=$tmp/samples-$alloc-$name
 	local pages0 pages1 stages problems="" frames foreign seen rc sp idle_top t0 args=()
-	local log0 faults
-	local a0 h0 f0 o0 a1 h1 f1 o1 z0 z1 zf0 zf1
+	local log0 faults errors pool0="" pool1
 
 	: >"$samples"
 	: >"$samples.err"
@@ -147,8 +148,7 @@ run_one() {
 	# The domain the device is in between binaries.
 	idle_top=$("$bin/table-frames" "$bdf" 2>/dev/null | awk '$1 == "top" { print $2 }')
 	if [ "$alloc" = rust ]; then
-		a0=$(pool_stat allocs) h0=$(pool_stat hits) f0=$(pool_stat fallbacks) o0=$(pool_stat outstanding)
-		z0=$(pool_stat frees_zeroed) zf0=$(pool_stat zero_check_failures)
+		pool0=$(pool_snapshot)
 		sort -u "$spare" >"$tmp/spare"
 	fi
 	if [ "$alloc" = c ]; then
@@ -165,7 +165,8 @@ run_one() {
 	rc=${PIPESTATUS[0]}
 	kill "$sp"
 	wait "$sp" 2>/dev/null
-	pages1=$(vmstat nr_iommu_pages)
+	nr_iommu_pages_check "$pages0" || problems="$problems; nr_iommu_pages $nr_iommu_pages_change"
+	pages1=$nr_iommu_pages
 	# The binary's kernel reports: only vfio_pci_driver_test provokes some,
 	# DMA faults at the IOVA it leaves unmapped; any other fails the check.
 	dmesg | tail -n +$((log0 + 1)) | grep -Ef "$KERNEL_REPORT_FILE" >"$tmp/reports"
@@ -189,7 +190,6 @@ run_one() {
 		;;
 	esac
 
-	[ "$pages1" = "$pages0" ] || problems="$problems; nr_iommu_pages $pages0 -> $pages1"
 	seen=$(grep -c '^stage \(first\|second\|passthrough\)' "$samples")
 	stages=$(grep '^stage ' "$samples" | grep -v '^stage none' | sort -u | cut -d' ' -f2 | tr '\n' ' ')
 	if [ -n "$stages" ] && [ "$stages" != "$want_stage " ]; then
@@ -205,8 +205,8 @@ run_one() {
 	if [ "$alloc" = rust ]; then
 		seen=$(awk -v idle="$idle_top" '$1 == "top" && $2 != idle { n++ } END { print n + 0 }' "$samples")
 	fi
-	local errors
 	errors=$(grep -c '^error ' "$samples")
+	[ "$errors" -eq 0 ] || problems="$problems; $errors samples of table-frames failed"
 	local detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}, $errors failed samples$(head -n 1 "$samples.err" 2>/dev/null | sed 's/^/: /'), $faults DMA faults at unmapped IOVAs"
 
 	if [ "$alloc" = c ]; then
@@ -215,20 +215,12 @@ run_one() {
 		if [ ! -r "$POOL_STATS" ]; then
 			problems="$problems; iommu_pt is not loaded"
 		else
-			a1=$(pool_stat allocs) h1=$(pool_stat hits) f1=$(pool_stat fallbacks) o1=$(pool_stat outstanding)
-			z1=$(pool_stat frees_zeroed) zf1=$(pool_stat zero_check_failures)
+			pool1=$(pool_snapshot)
 			sort -u "$spare" "$tmp/spare" >"$tmp/pool"
 			foreign=$(comm -23 "$tmp/frames" "$tmp/pool" | wc -l)
-			detail="$detail, $foreign not from the pool; pool: allocs +$((a1 - a0)), hits +$((h1 - h0)), fallbacks +$((f1 - f0)), outstanding $o0 -> $o1, tables freed all zero +$((z1 - z0)) (zero check failures +$((zf1 - zf0)))"
-			if [ -z "$zf0" ] || [ -z "$zf1" ] || [ -z "$z0" ] || [ -z "$z1" ]; then
-				problems="$problems; no zero_check_failures or frees_zeroed counter"
-			elif [ "$zf1" -ne "$zf0" ]; then
-				problems="$problems; $((zf1 - zf0)) tables freed as all zero were not (zero_check_failures)"
-			fi
-			[ $((h1 - h0)) -ge 1 ] || problems="$problems; the pool served no table"
-			[ $((a1 - a0)) -eq $((h1 - h0)) ] && [ "$f1" = "$f0" ] ||
-				problems="$problems; $((f1 - f0)) tables were left to C"
-			[ "$o1" = "$o0" ] || problems="$problems; outstanding $o0 -> $o1"
+			pool_served_check "$pool0" "$pool1"
+			detail="$detail, $foreign not from the pool; $pool_detail"
+			problems="$problems$pool_problems"
 			[ "$foreign" -eq 0 ] || problems="$problems; frames not from the pool: $(comm -23 "$tmp/frames" "$tmp/pool" | head -n 5 | tr '\n' ' ')"
 			if [ "$name" = vfio_pci_driver_test ] && [ "$frames" -lt "$MIN_DRIVER_FRAMES" ]; then
 				problems="$problems; only $frames table frames of its domain seen (at least $MIN_DRIVER_FRAMES: it maps 1 GiB of 4 KiB pages)"
