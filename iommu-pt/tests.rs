@@ -27,8 +27,11 @@ mod pool_tests {
     use core::cell::Cell;
     use kernel::{
         alloc::{
-            flags::GFP_KERNEL,
-            NumaNode, //
+            flags::{
+                GFP_KERNEL,
+                __GFP_NOWARN, //
+            },
+            NumaNode,
         },
         interrupt::local_interrupt_disable,
         iommu::pages::ZeroedPage,
@@ -288,6 +291,38 @@ mod pool_tests {
         let (counters, spare) = pool.snapshot()?;
         assert!(spare.clean + spare.dirty <= 64);
         assert!(counters.frees_over_capacity > 0);
+        Ok(())
+    }
+
+    #[test]
+    fn a_depot_takes_only_pages_of_its_node() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        // A node without memory, such as an id past the online nodes: the page allocator has no
+        // page of it, so its depot must stay empty whatever the other nodes have.
+        let empty = pool
+            .depots()
+            .map(|(idx, _)| idx)
+            .find(|&idx| {
+                i32::try_from(idx)
+                    .map_err(|_| EINVAL)
+                    .and_then(NumaNode::new)
+                    .and_then(|nid| ZeroedPage::alloc_node(nid, GFP_KERNEL | __GFP_NOWARN))
+                    .is_err_and(|e| e == EINVAL)
+            })
+            .ok_or(ENODEV)?;
+        pool.depot(empty).ok_or(EINVAL)?.set_up(64)?;
+        refill::refill_now(&pool);
+        let mut filed = 0;
+        for (idx, depot) in pool.depots() {
+            let pages = depot.lock();
+            for page in &pages.clean {
+                assert_eq!(usize::try_from(page.nid()), Ok(idx));
+                filed += 1;
+            }
+        }
+        // The home node's depot is still full, and the empty node's has nothing.
+        assert_eq!(filed, 32);
+        assert_eq!(pool.depot(empty).ok_or(EINVAL)?.len(), 0);
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build what runs in the guest against the patched tree's UAPI headers:
-# the small test programs in qemu/guest/*.c ($IOMMU_PT_CACHE/work/guest-bin)
+# the small test programs in qemu/guest/*.c ($IOMMU_PT_GUEST_BIN, default
+# $IOMMU_PT_CACHE/work/guest-bin)
 # and the kernel's VFIO selftests, tools/testing/selftests/vfio
 # ($IOMMU_PT_CACHE/work/vfio-selftests), and iommufd's,
 # tools/testing/selftests/iommu ($IOMMU_PT_CACHE/work/iommufd-selftests).
@@ -10,7 +11,8 @@
 . "$(dirname "$0")/lib.sh"
 
 need_root
-bin=$WORK/guest-bin
+bin=$GUEST_BIN_OUT
+case "$bin" in "$WORK"/*) ;; *) die "IOMMU_PT_GUEST_BIN must be under $WORK, which the guest sees" ;; esac
 mkdir -p "$bin"
 in_root make -s -C "$SRC" O="$BUILD" LLVM=1 headers >/dev/null ||
 	die "make headers failed in $BUILD"

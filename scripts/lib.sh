@@ -24,6 +24,10 @@ MODULE_OUT=${IOMMU_PT_MODULE_OUT:-$WORK/module}
 GUEST_WORK=/mnt/iommu-pt-work
 GUEST_REPO=/mnt/iommu-pt-repo
 GUEST_MODULE=$GUEST_WORK/${MODULE_OUT#"$WORK"/}/iommu_pt.ko
+# The test programs of qemu/guest/*.c, built against $BUILD's UAPI; under $WORK
+# too (a mutant of one of them is built aside, scripts/mutants/run.sh).
+GUEST_BIN_OUT=${IOMMU_PT_GUEST_BIN:-$WORK/guest-bin}
+GUEST_BIN=$GUEST_WORK/${GUEST_BIN_OUT#"$WORK"/}
 
 # The kernel we test against. If the archive no longer carries it, the newest
 # linux-source-7.x it does carry is taken instead (see prepare-tree.sh).

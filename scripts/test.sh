@@ -165,7 +165,7 @@ if want kunit; then
 	log="$OUT/kunit-boot.log"
 	log "stage kunit: KUnit boot (log: $log)"
 	boot KUnit --log "$log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
-		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
+		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
 	expect=()
 	for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
 	# Skips allowed: a test KUnit's own selftest disables on purpose, and
@@ -197,7 +197,7 @@ if want vfio; then
 			env KSFT_TIMEOUT_SCALE="$ksft_scale" \
 			VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
 			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
-			"$GUEST_WORK/vfio-selftests" "$GUEST_WORK/guest-bin"
+			"$GUEST_WORK/vfio-selftests" "$GUEST_BIN"
 		cat "$log" >>"$matrix"
 	done
 	# At least 48 leaf results per suite (allocator and mode; a full one has
@@ -224,7 +224,7 @@ if want reliability; then
 	log="$OUT/reliability.log"
 	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $log)"
 	boot reliability --log "$log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
-		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_WORK/guest-bin"
+		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_BIN"
 	python3 "$REPO/scripts/ktap.py" --label reliability --min-results 21 "$log" || verdict=1
 fi
 

@@ -4,8 +4,10 @@
 # Mutation testing: shows that the checks fail when what they guard is
 # broken. Each scripts/mutants/NAME.patch plants one defect; its header says
 # what the defect is ("Mutant:"), which stage must catch it ("Stage:") and
-# with which result ("Caught by:"). For each, a scratch copy of the
-# repository gets the patch, the module is built from it, and only that stage
+# with which result ("Caught by:"); an "Env:" line may narrow the stage with
+# scripts/test.sh's variables (VAR=value ...). For each, a scratch copy of the
+# repository gets the patch, the module (and, for a mutant of a test program
+# in qemu/guest/*.c, the test programs) is built from it, and only that stage
 # runs (scripts/test.sh --skip-build --skip-style --stages STAGE, from the
 # scratch copy, so the guest runs the mutant's scripts too). A stage that
 # fails in one of the tests its "Caught by:" names has caught the mutant; one
@@ -46,11 +48,18 @@ for name in "${names[@]}"; do
 	# The repository's files, not its .git.
 	tar -C "$REPO" --exclude=.git -cf - . | tar -C "$scratch" -xf -
 	result=MISSED
+	guest_bin=$GUEST_BIN_OUT
+	! grep -q '^+++ b/qemu/guest/.*\.c' "$patch" || guest_bin=$dir/guest-bin
 	if ! (cd "$scratch" && patch -p1 --quiet <"$patch") >"$dir/apply.log" 2>&1; then
 		result=BROKEN
 	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
 		result=BROKEN
-	elif ! IOMMU_PT_MODULE_OUT=$dir/module IOMMU_PT_OUT=$dir/out \
+	elif grep -q '^+++ b/qemu/guest/.*\.c' "$patch" &&
+		! IOMMU_PT_GUEST_BIN=$dir/guest-bin "$scratch/scripts/build-guest-tools.sh" >"$dir/build-tools.log" 2>&1; then
+		# A mutant of a test program: built aside, and used by the stage below.
+		result=BROKEN
+	elif ! env $(sed -n 's/^Env: //p' "$patch") \
+		IOMMU_PT_MODULE_OUT=$dir/module IOMMU_PT_OUT=$dir/out IOMMU_PT_GUEST_BIN=$guest_bin \
 		"$scratch/scripts/test.sh" --skip-build --skip-style --stages "$stage" >"$dir/test.log" 2>&1; then
 		# Caught only by a check that guards this defect: a stage that
 		# failed elsewhere (a flaky test, a timeout) proves nothing.
@@ -71,7 +80,7 @@ for name in "${names[@]}"; do
 	printf '%-24s %-7s %-12s %5d s  %s\n' "$name" "$stage" "$result" "$(($(now) - start))" \
 		"${failed:-(no failed test)}" | tee -a "$summary"
 	# Only the logs stay: the scratch repository and the module go.
-	rm -rf "$scratch" "$dir/module"
+	rm -rf "$scratch" "$dir/module" "$dir/guest-bin"
 done
 log "mutants: ${#names[@]} planted, $caught caught (summary: $summary)"
 [ "$caught" -eq ${#names[@]} ]
