@@ -53,6 +53,13 @@
 #   IOMMU_PT_VFIO_DRIVER_MODES
 #                        the IOMMU modes of vfio_pci_driver_test (default:
 #                        all five; qemu/guest/vfio-tests.sh)
+#
+# Also:
+#   IOMMU_PT_LANES       1 to boot the guests one after the other; by default
+#                        two lanes of boots run side by side on a host with
+#                        two CPUs or more (see "lanes" below)
+#   IOMMU_PT_VFIO_MODES  the VFIO stage's VT-d modes (default "legacy
+#                        scalable"), for development
 
 . "$(dirname "$0")/lib.sh"
 
@@ -127,6 +134,8 @@ boot() {
 		shift
 	done
 	shift
+	# Never judge a log an earlier run left behind.
+	[ -z "$log" ] || rm -f "$log"
 	"$REPO/qemu/run-guest.sh" "${args[@]}" -- "${wrap[@]}" "$@" || status=$?
 	if [ "$status" -ne 0 ]; then
 		warn "the $what boot's guest exited with status $status"
@@ -161,11 +170,104 @@ KUNIT_SUITES=(
 	iommu_pt_pool
 )
 
-if want kunit; then
-	log="$OUT/kunit-boot.log"
-	log "stage kunit: KUnit boot (log: $log)"
-	boot KUnit --log "$log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
+# The boots, each a job: it boots one guest and keeps its log in $OUT. The
+# logs are judged (scripts/ktap.py) once every boot has ended.
+job_kunit() {
+	log "stage kunit: KUnit boot (log: $OUT/kunit-boot.log)"
+	boot KUnit --log "$OUT/kunit-boot.log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
 		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
+}
+# job_vfio MODE: one VT-d mode's VFIO boot. One 1 GiB and a few 2 MiB huge
+# pages, reserved at boot while memory is not fragmented, so that the hugetlb
+# variants run instead of skipping.
+job_vfio() {
+	log "stage vfio: VFIO selftests, $1 mode (log: $OUT/vfio-$1.log)"
+	boot "$1 VFIO" --mode "$1" --log "$OUT/vfio-$1.log" --timeout $((1800 * slow)) \
+		--append "hugepagesz=1G hugepages=1 hugepagesz=2M hugepages=8 $dma_append" -- \
+		env KSFT_TIMEOUT_SCALE="$ksft_scale" \
+		VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
+		qemu/guest/vfio-tests.sh "$1" "$GUEST_MODULE" \
+		"$GUEST_WORK/vfio-selftests" "$GUEST_BIN"
+}
+# 128 MiB of 2 MiB huge pages: iommufd_dirty_tracking's largest hugepage
+# variant maps 128 MiB of them.
+job_iommufd() {
+	log "stage iommufd: iommufd's selftests on its mock IOMMU (log: $OUT/iommufd.log)"
+	boot iommufd --log "$OUT/iommufd.log" --timeout $((900 * slow)) \
+		--append "hugepagesz=2M hugepages=64 $extra_append" -- \
+		qemu/guest/iommufd-tests.sh "$GUEST_MODULE" "$GUEST_WORK/iommufd-selftests"
+}
+job_reliability() {
+	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $OUT/reliability.log)"
+	boot reliability --log "$OUT/reliability.log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
+		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_BIN"
+}
+
+# Two lanes of boots run side by side when the host has two CPUs or more
+# (IOMMU_PT_LANES=1: one after the other). A guest runs all its vCPUs in one
+# TCG thread (qemu/run-guest.sh), so two guests keep two host CPUs busy; a
+# VFIO boot took 548-560 s beside another against 511-530 s alone (issue 16's
+# repeated boots). The guests share nothing but the read-only root and work
+# directory; each writes its own log. The first lane prints as it goes, the
+# second when it ends.
+lanes=${IOMMU_PT_LANES:-$(($(nproc) >= 2 ? 2 : 1))}
+case "$lanes" in 1 | 2) ;; *) die "IOMMU_PT_LANES is 1 or 2, not '$lanes'" ;; esac
+# IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
+vfio_modes=(${IOMMU_PT_VFIO_MODES:-legacy scalable})
+for mode in "${vfio_modes[@]}"; do
+	case "$mode" in legacy | scalable) ;; *) die "IOMMU_PT_VFIO_MODES: the modes are legacy and scalable, not '$mode'" ;; esac
+done
+# About 15 and 16 minutes: KUnit, legacy VFIO, iommufd; scalable VFIO, reliability.
+lane1=() lane2=()
+! want kunit || lane1+=(job_kunit)
+if want vfio; then
+	lane1+=("job_vfio ${vfio_modes[0]}")
+	[ ${#vfio_modes[@]} -lt 2 ] || lane2+=("job_vfio ${vfio_modes[1]}")
+fi
+! want iommufd || lane1+=(job_iommufd)
+! want reliability || lane2+=(job_reliability)
+if [ "$lanes" -eq 1 ] || [ ${#lane1[@]} -eq 0 ]; then
+	lane1+=("${lane2[@]}")
+	lane2=()
+fi
+
+# run_lane JOB...: the jobs in turn; fails if a boot failed.
+run_lane() {
+	local job
+	for job in "$@"; do
+		$job
+	done
+	[ "$verdict" -eq 0 ]
+}
+# kill_tree PID: PID and every process under it (a lane's guests).
+kill_tree() {
+	local child
+	for child in $(pgrep -P "$1" || true); do
+		kill_tree "$child"
+	done
+	kill "$1" 2>/dev/null || true
+}
+# Both lanes in the background, so that a signal is acted on at once (bash
+# runs a trap only once the foreground command ends): an interrupted run
+# takes its guests down with it.
+lane1_pid="" lane2_pid=""
+trap 'for p in $lane1_pid $lane2_pid; do kill_tree "$p"; done; exit 130' INT TERM
+if [ ${#lane2[@]} -gt 0 ]; then
+	log "second lane, beside the first: ${lane2[*]} (its output follows when it ends: $OUT/lane2.out)"
+	run_lane "${lane2[@]}" >"$OUT/lane2.out" 2>&1 &
+	lane2_pid=$!
+fi
+run_lane "${lane1[@]}" &
+lane1_pid=$!
+wait "$lane1_pid" || verdict=1
+if [ -n "$lane2_pid" ]; then
+	wait "$lane2_pid" || verdict=1
+	log "second lane's output:"
+	cat "$OUT/lane2.out"
+fi
+trap - INT TERM
+
+if want kunit; then
 	expect=()
 	for s in "${KUNIT_SUITES[@]}"; do expect+=(--expect "$s"); done
 	# Skips allowed: a test KUnit's own selftest disables on purpose, and
@@ -177,28 +279,16 @@ if want kunit; then
 		--allow-skip '^amdv1_mock_iommu_test/test_pgsize_boundary/amdv1_mock_cfg_[01]$' \
 		--allow-skip '^vtdss_iommu_test/test_increase_level(/vtdss_cfg_[0-2])?$' \
 		--allow-skip '^x86_64_iommu_test/test_increase_level(/x86_64_cfg_[0-3])?$' \
-		"$log" || verdict=1
+		"$OUT/kunit-boot.log" || verdict=1
 fi
 
 if want vfio; then
-	# One 1 GiB and a few 2 MiB huge pages, reserved at boot while memory is
-	# not fragmented, so that the hugetlb variants run instead of skipping.
-	hugepages="hugepagesz=1G hugepages=1 hugepagesz=2M hugepages=8"
 	matrix="$OUT/vfio-matrix.log"
 	: >"$matrix"
 	expect=()
-	# IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
-	for mode in ${IOMMU_PT_VFIO_MODES:-legacy scalable}; do
-		log="$OUT/vfio-$mode.log"
+	for mode in "${vfio_modes[@]}"; do
 		for a in $vfio_allocators; do expect+=(--expect "vfio_${mode}_$a"); done
-		log "stage vfio: VFIO selftests, $mode mode (log: $log)"
-		boot "$mode VFIO" --mode "$mode" --log "$log" --timeout $((1800 * slow)) \
-			--append "$hugepages $dma_append" -- \
-			env KSFT_TIMEOUT_SCALE="$ksft_scale" \
-			VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
-			qemu/guest/vfio-tests.sh "$mode" "$GUEST_MODULE" \
-			"$GUEST_WORK/vfio-selftests" "$GUEST_BIN"
-		cat "$log" >>"$matrix"
+		cat "$OUT/vfio-$mode.log" >>"$matrix"
 	done
 	# At least 48 leaf results per suite (allocator and mode; a full one has
 	# 96): the binaries' own tests, and a result and a check per binary.
@@ -207,28 +297,17 @@ if want vfio; then
 fi
 
 if want iommufd; then
-	log="$OUT/iommufd.log"
-	log "stage iommufd: iommufd's selftests on its mock IOMMU (log: $log)"
-	# 128 MiB of 2 MiB huge pages: iommufd_dirty_tracking's largest
-	# hugepage variant maps 128 MiB of them.
-	boot iommufd --log "$log" --timeout $((900 * slow)) \
-		--append "hugepagesz=2M hugepages=64 $extra_append" -- \
-		qemu/guest/iommufd-tests.sh "$GUEST_MODULE" "$GUEST_WORK/iommufd-selftests"
 	# Per allocator: 246 + 8 + 8 tests and 6 results of the script's own.
 	python3 "$REPO/scripts/ktap.py" --label iommufd --expect iommufd_c --expect iommufd_rust \
 		--allow-skip '^iommufd_(c|rust)/iommufd/iommufd_viommu\.no_viommu\.' --min-results 530 \
-		"$log" || verdict=1
+		"$OUT/iommufd.log" || verdict=1
 fi
 
 if want reliability; then
-	log="$OUT/reliability.log"
-	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $log)"
-	boot reliability --log "$log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
-		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_BIN"
-	python3 "$REPO/scripts/ktap.py" --label reliability --min-results 21 "$log" || verdict=1
+	python3 "$REPO/scripts/ktap.py" --label reliability --min-results 21 "$OUT/reliability.log" || verdict=1
 fi
 
-log "times: build steps $((t_built - t0)) s, boot to verdict $(($(now) - t_built)) s"
+log "times: build steps $((t_built - t0)) s, boot to verdict $(($(now) - t_built)) s ($lanes lanes)"
 if [ "$verdict" -ne 0 ]; then
 	log "FAILED (guest logs in $OUT)"
 	exit 1
