@@ -14,6 +14,12 @@
 # that fails only elsewhere is ELSEWHERE, one that passes has MISSED it. A
 # mutant that does not apply or build is BROKEN. Only "caught" counts.
 #
+# A "Tree: kernel" mutant patches the kernel tree ($SRC, paths as in the
+# tree) instead of the repository: it is applied in place, the kernel built
+# incrementally, the stage run, and the patch undone and the kernel built
+# again. It changes the kernel every guest boots: run it when no other guest
+# or build runs.
+#
 # usage: scripts/mutants/run.sh [NAME...]    (default: every mutant)
 #
 # Logs: $IOMMU_PT_CACHE/work/mutants/NAME/. Exits 1 unless every mutant was
@@ -33,6 +39,17 @@ for name in "${names[@]}"; do
 	[ -f "$REPO/scripts/mutants/$name.patch" ] || die "no mutant $name (scripts/mutants/$name.patch)"
 done
 
+# A kernel mutant is undone and the kernel built again, also when the run is
+# interrupted: $SRC and $BUILD are the test command's own.
+kernel_mutated=""
+kernel_restore() {
+	patch -R -p1 -d "$SRC" --quiet <"$kernel_mutated" ||
+		die "cannot undo $kernel_mutated in $SRC: run scripts/prepare-tree.sh and scripts/build-kernel.sh"
+	kernel_mutated=""
+	"$REPO/scripts/build-kernel.sh" >/dev/null || die "the kernel does not build again after a kernel mutant"
+}
+trap '[ -z "$kernel_mutated" ] || kernel_restore' EXIT
+
 caught=0
 summary=$WORK/mutants/summary
 mkdir -p "$WORK/mutants"
@@ -50,7 +67,15 @@ for name in "${names[@]}"; do
 	result=MISSED
 	guest_bin=$GUEST_BIN_OUT
 	! grep -q '^+++ b/qemu/guest/.*\.c' "$patch" || guest_bin=$dir/guest-bin
-	if ! (cd "$scratch" && patch -p1 --quiet <"$patch") >"$dir/apply.log" 2>&1; then
+	# "Tree: kernel": a mutant of the kernel tree, applied to $SRC itself and
+	# built incrementally into $BUILD, then undone and built again.
+	target=$scratch
+	[ "$(sed -n 's/^Tree: //p' "$patch")" != kernel ] || target=$SRC
+	if ! { patch -p1 -d "$target" --dry-run <"$patch" && patch -p1 -d "$target" --quiet <"$patch"; } \
+		>"$dir/apply.log" 2>&1; then
+		result=BROKEN
+	elif [ "$target" = "$SRC" ] && { kernel_mutated=$patch; true; } &&
+		! "$REPO/scripts/build-kernel.sh" >"$dir/build-kernel.log" 2>&1; then
 		result=BROKEN
 	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
 		result=BROKEN
@@ -74,6 +99,7 @@ for name in "${names[@]}"; do
 		done
 		[ "$result" != caught ] || caught=$((caught + 1))
 	fi
+	[ -z "$kernel_mutated" ] || kernel_restore
 	# What failed: the first results, else the first kernel report.
 	failed=$({ grep -m 3 '^PROBLEM: failed: \|^not ok ' "$dir/test.log" ||
 		grep -m 1 -o 'Kernel panic.*\|Oops.*\|BUG:.*' "$dir/test.log" || true; } 2>/dev/null | tr '\n' ' ')
