@@ -9,6 +9,7 @@
 # tools/testing/selftests/iommu ($IOMMU_PT_CACHE/work/iommufd-selftests).
 
 . "$(dirname "$0")/lib.sh"
+. "$REPO/qemu/guest/test-lists.sh"
 
 need_root
 bin=$GUEST_BIN_OUT
@@ -34,8 +35,7 @@ mkdir -p "$vfio"
 in_root make -s -C "$SRC/tools/testing/selftests/vfio" O="$BUILD" OUTPUT="$vfio" \
 	KHDR_INCLUDES="-isystem $BUILD/usr/include" -j3 ||
 	die "cannot build the VFIO selftests (tools/testing/selftests/vfio)"
-for t in vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test \
-	vfio_pci_device_test vfio_pci_driver_test; do
+for t in "${VFIO_BINARIES[@]}"; do
 	[ -x "$vfio/$t" ] || die "the VFIO selftests build did not produce $t"
 done
 

@@ -88,6 +88,7 @@ ksft_scale=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-1}
 vfio_allocators=${IOMMU_PT_VFIO_ALLOCATORS:-c rust}
 vfio_driver_modes=${IOMMU_PT_VFIO_DRIVER_MODES:-}
 . "$REPO/qemu/guest/vfio-subset.sh"
+. "$REPO/qemu/guest/test-lists.sh"
 why=$(vfio_subset_check "$vfio_allocators" "$vfio_driver_modes" "$ksft_scale") ||
 	die "IOMMU_PT_VFIO_ALLOCATORS, IOMMU_PT_VFIO_DRIVER_MODES or IOMMU_PT_KSFT_TIMEOUT_SCALE: $why"
 extra_append=${IOMMU_PT_APPEND:-}
@@ -163,10 +164,8 @@ KUNIT_SUITES=(
 	rust_doctests_kernel
 	rust_allocator rust_kvec rust_kernel_fmt rust_kernel_kunit rust_netlink
 	rust_spinlock_irq_condvar
-	amdv1_fmt_test amdv1_iommu_test
+	"${GENERIC_PT_SUITES[@]}"
 	amdv1_mock_fmt_test amdv1_mock_iommu_test
-	vtdss_fmt_test vtdss_iommu_test
-	x86_64_fmt_test x86_64_iommu_test
 	iommu_pt_pool
 )
 

@@ -23,6 +23,7 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/test-lists.sh"
 ko=$1
 bin=$2
 MAPPINGS=512
@@ -55,8 +56,7 @@ hits0=$(pool_stat hits)
 reruns_bad=0
 console_level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
 quiet_console
-for suite in amdv1_fmt_test amdv1_iommu_test vtdss_fmt_test vtdss_iommu_test \
-	x86_64_fmt_test x86_64_iommu_test; do
+for suite in "${GENERIC_PT_SUITES[@]}"; do
 	results=/sys/kernel/debug/kunit/$suite/results
 	if ! echo run >"/sys/kernel/debug/kunit/$suite/run"; then
 		echo "# $suite: the re-run did not start"

@@ -55,8 +55,8 @@ ko=$2
 tests=$3
 bin=$4
 
-TESTS=(vfio_dma_mapping_test vfio_dma_mapping_mmio_test vfio_iommufd_setup_test
-	vfio_pci_device_test vfio_pci_driver_test)
+. "$(dirname "$0")/test-lists.sh"
+TESTS=("${VFIO_BINARIES[@]}")
 # The sampler must see these with a domain: they hold one for seconds.
 MUST_SAMPLE="vfio_dma_mapping_test vfio_pci_driver_test"
 MIN_DRIVER_FRAMES=64
