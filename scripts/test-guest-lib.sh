@@ -11,6 +11,10 @@
 #    a bad context entry) and any other report are not;
 #  - checks_result: a result line without problems passes, one with problems
 #    fails with them as its reason and marks the suite failed;
+#  - ksft_problems, over crafted kselftest outputs: a clean one gives no
+#    problem; a different plan, results missing, a failed test, a skip the
+#    regular expression does not allow, another number of skips, no Totals
+#    line, an empty output and no output file are each reported;
 #  - pool_snapshot and pool_served_check, over crafted iommu_pt/stats files:
 #    a clean run passes; no hit, a fallback, an alloc that was no hit,
 #    outstanding not back, a zero check failure, a counter missing, empty or
@@ -19,6 +23,10 @@
 #    passes; grown, an empty baseline, a counter missing or empty fail;
 #  - pool_reloads, with insmod and rmmod replaced: every reload through
 #    pool_unload and pool_load; the first failure stops it and fails it;
+#  - pool_refuses_params, with insmod, rmmod and dmesg replaced and a module
+#    directory of ours: refusals with a message naming a parameter given pass;
+#    a silent refusal (an old message naming it does not count), a message
+#    naming another parameter, an accepted load and a module left loaded fail;
 #  - map_start, map_next, map_end, with a stand-in for iommufd-map: the
 #    states and the exit status come back; a program that dies early gives
 #    an empty state and its own status.
@@ -66,6 +74,54 @@ line=$(checks_result 4 y_checks "; one; two")
 expect "checks_result with problems" "    not ok 4 y_checks # one; two" "$line"
 checks_result 4 y_checks "; one" >/dev/null
 expect "checks_result with problems fails the suite" 1 "$set_failed"
+
+# A kselftest binary's output (kselftest_harness.h), as ksft_problems reads it:
+# four tests, two of them skipped by design. ksft EDIT: ksft_problems's report
+# on that output edited with sed EDIT, against a plan of 4 and 2 skips of
+# iommufd_viommu's no_viommu variant (iommufd-tests.sh's ALLOWED_SKIP_ERE).
+cat >"$work/ksft" <<'EOF'
+TAP version 13
+1..4
+# Starting 4 tests from 2 test cases.
+#  RUN           iommufd.ioas.map ...
+#            OK  iommufd.ioas.map
+ok 1 iommufd.ioas.map
+#  RUN           iommufd.ioas.unmap ...
+#            OK  iommufd.ioas.unmap
+ok 2 iommufd.ioas.unmap
+#  RUN           iommufd_viommu.no_viommu.alloc ...
+#      SKIP      no vIOMMU
+#            OK  iommufd_viommu.no_viommu.alloc
+ok 3 iommufd_viommu.no_viommu.alloc # SKIP no vIOMMU
+#  RUN           iommufd_viommu.no_viommu.invalidate ...
+#      SKIP      no vIOMMU
+#            OK  iommufd_viommu.no_viommu.invalidate
+ok 4 iommufd_viommu.no_viommu.invalidate # SKIP no vIOMMU
+# PASSED: 4 / 4 tests passed.
+# Totals: pass:2 fail:0 xfail:0 xpass:0 skip:2 error:0
+EOF
+ksft() {
+	sed "$1" "$work/ksft" >"$work/ksft-edited"
+	ksft_problems "$work/ksft-edited" 4 '^iommufd_viommu\.no_viommu\.' 2 2>>"$err"
+}
+: >"$err"
+expect "ksft_problems finds no problem in a clean output" "" "$(ksft '')"
+expect "ksft_problems says nothing on stderr for a clean output" "" "$(cat "$err")"
+expect "ksft_problems reports a different plan" "; plan 5 (want 4)" "$(ksft 's/^1\.\.4$/1..5/')"
+expect "ksft_problems reports no plan" "; plan missing (want 4)" "$(ksft '/^1\.\./d')"
+expect "ksft_problems reports results missing" "; 3 results (want 4)" "$(ksft '/^ok 2 /d')"
+expect "ksft_problems reports a failed test" "; 1 failed: iommufd.ioas.unmap " \
+	"$(ksft 's/^ok 2 /not ok 2 /')"
+expect "ksft_problems reports a skip the regular expression does not allow" \
+	"; unexpected skips: iommufd.ioas.unmap " \
+	"$(ksft 's/^ok 2 .*/& # SKIP no device/; s/^\(ok 4 .*\) # SKIP .*/\1/')"
+expect "ksft_problems reports a skip too few" "; 1 skipped (want 2)" "$(ksft 's/^\(ok 4 .*\) # SKIP .*/\1/')"
+expect "ksft_problems reports a skip too many" \
+	"; unexpected skips: iommufd.ioas.unmap ; 3 skipped (want 2)" "$(ksft 's/^ok 2 .*/& # SKIP no device/')"
+expect "ksft_problems reports no Totals line" "; no Totals line" "$(ksft '/^# Totals: /d')"
+expect "ksft_problems reports an empty output" "; no output" "$(ksft d)"
+expect "ksft_problems reports no output file" "; no output" \
+	"$(ksft_problems "$work/no-such-output" 4 '^iommufd_viommu\.no_viommu\.' 2)"
 
 # The pool's counters. stats FILE ALLOCS HITS FALLBACKS OUTSTANDING
 # FREES_ZEROED ZERO_CHECK_FAILURES: an iommu_pt/stats file with those, among
@@ -169,6 +225,57 @@ expect "pool_reloads stops at a failed unload" "1 '# reload 1 failed' rmmod" "$(
 expect "pool_reloads refuses no count" "1 '# pool_reloads: '' is no number of reloads'" "$(reloads "" "")"
 expect "pool_reloads refuses a count of 0" "1 '# pool_reloads: '0' is no number of reloads'" "$(reloads 0 "")"
 unset -f insmod rmmod
+
+# Refused parameters, with a kernel log and a module directory of ours. The
+# stand-in insmod does as $fake_insmod says: "names" refuses with a message
+# naming the first parameter given, "other" with one naming zero_check,
+# "silent" with none from iommu_pt, "stays" refuses with a message but the
+# module is loaded (a load before went unnoticed), "accepts" loads it; rmmod
+# unloads it.
+POOL_MODULE_DIR=$work/module
+dmesg() { cat "$work/dmesg"; }
+insmod() {
+	case $fake_insmod in
+	names | stays)
+		echo "[   12.000000] iommu_pt: $2 is out of range" >>"$work/dmesg"
+		[ "$fake_insmod" = names ] || mkdir -p "$POOL_MODULE_DIR"
+		return 1
+		;;
+	other)
+		echo "[   12.000000] iommu_pt: zero_check=2: use 0 (off) or 1 (on)" >>"$work/dmesg"
+		return 1
+		;;
+	silent)
+		echo "[   12.000000] systemd-journald[1]: unrelated" >>"$work/dmesg"
+		return 1
+		;;
+	accepts) mkdir -p "$POOL_MODULE_DIR" ;;
+	esac
+}
+rmmod() { rmdir "$POOL_MODULE_DIR"; }
+# refuses MODE ARGS...: pool_refuses_params's status and output, from a log
+# whose only message from iommu_pt, an old one, names capacity, and no module
+# loaded.
+refuses() {
+	fake_insmod=$1
+	shift
+	printf '[    1.000000] Linux version 6.18\n[    5.000000] iommu_pt: capacity=0 is out of range\n' >"$work/dmesg"
+	rm -rf "$POOL_MODULE_DIR"
+	pool_refuses_params ko "$@" >"$out"
+	echo "$? '$(cat "$out")'"
+}
+expect "pool_refuses_params passes refusals naming the parameter" "0 ''" \
+	"$(refuses names capacity=abc low_watermark=-1 "high_watermark=512 capacity=256")"
+expect "pool_refuses_params fails a silent refusal" \
+	"1 '# insmod capacity=abc was refused without a message naming the parameter:
+# [   12.000000] systemd-journald[1]: unrelated'" "$(refuses silent capacity=abc)"
+expect "pool_refuses_params fails a refusal naming another parameter" \
+	"1 '# insmod capacity=abc was refused without a message naming the parameter:
+# [   12.000000] iommu_pt: zero_check=2: use 0 (off) or 1 (on)'" "$(refuses other capacity=abc)"
+expect "pool_refuses_params fails an accepted load and unloads it" "1 '# insmod capacity=abc was accepted' no" \
+	"$(refuses accepts capacity=abc) $([ -e "$POOL_MODULE_DIR" ] && echo yes || echo no)"
+expect "pool_refuses_params fails with the module left loaded" "1 ''" "$(refuses stays capacity=abc)"
+unset -f insmod rmmod dmesg
 
 # The map handshake, with a stand-in for iommufd-map: "ok" maps, unmaps and
 # tears down at each line read; "dies" fails before mapping.

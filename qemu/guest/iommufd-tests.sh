@@ -51,26 +51,6 @@ TEST_TIMEOUT=600
 TIMES=1000000
 tmp=$(mktemp -d)
 
-# ksft_problems OUT PLAN SKIP_ERE SKIPS: what is wrong with a kselftest
-# binary's output OUT against its expected plan: a different plan, results
-# missing or failed, skips other than SKIPS tests matching SKIP_ERE. Prints
-# "; problem" for each, nothing if none.
-ksft_problems() {
-	local out=$1 plan=$2 skip_ere=$3 skips=$4 got results failed skipped bad
-	got=$(sed -n 's/^1\.\.\([0-9]\{1,\}\)$/\1/p' "$out" | head -n 1)
-	[ "$got" = "$plan" ] || echo -n "; plan ${got:-missing} (want $plan)"
-	results=$(grep -cE '^(not )?ok [0-9]+ ' "$out")
-	[ "$results" -eq "$plan" ] || echo -n "; $results results (want $plan)"
-	failed=$(grep -cE '^not ok [0-9]+ ' "$out")
-	[ "$failed" -eq 0 ] || echo -n "; $failed failed: $(grep -E '^not ok [0-9]+ ' "$out" | head -n 5 | cut -d' ' -f4 | tr '\n' ' ')"
-	grep -E '^ok [0-9]+ .* # SKIP' "$out" | cut -d' ' -f3 >"$out.skipped"
-	skipped=$(wc -l <"$out.skipped")
-	bad=$(grep -vcE "$skip_ere" "$out.skipped")
-	[ "$bad" -eq 0 ] || echo -n "; unexpected skips: $(grep -vE "$skip_ere" "$out.skipped" | head -n 5 | tr '\n' ' ')"
-	[ "$skipped" -eq "$skips" ] || echo -n "; $skipped skipped (want $skips)"
-	grep -q '^# Totals: ' "$out" || echo -n "; no Totals line"
-}
-
 # fi_table_allocs_only: fail_page_alloc injects only with iommu-pages.c's
 # iommu_alloc_pages_node_sz() or iommu_alloc_table_pages_node_sz() on the
 # stack: the range from the first to the end of the second, which the

@@ -114,7 +114,11 @@ pool_load() {
 # must make insmod KO fail, with a kernel message from iommu_pt naming one of
 # its parameters (a refusal for any other reason proves nothing); what went
 # wrong is printed as comments. Fails if one was accepted or refused
-# silently, or if the module is left loaded.
+# silently, or if the module is left loaded (POOL_MODULE_DIR exists).
+# POOL_MODULE_DIR is set here, not taken from the environment; the host's
+# self-test of this library (scripts/test-guest-lib.sh) points it at a
+# directory of its own.
+POOL_MODULE_DIR=/sys/module/iommu_pt
 pool_refuses_params() {
 	local ko=$1 args names seen bad=0
 	shift
@@ -133,7 +137,7 @@ pool_refuses_params() {
 			bad=1
 		fi
 	done
-	[ "$bad" -eq 0 ] && [ ! -e /sys/module/iommu_pt ]
+	[ "$bad" -eq 0 ] && [ ! -e "$POOL_MODULE_DIR" ]
 }
 
 # pool_reloads KO COUNT: unloads and loads iommu_pt COUNT times (pool_unload,
@@ -288,6 +292,30 @@ checks_result() {
 		echo "    not ok $1 $2 # ${3#; }"
 		set_failed=1
 	fi
+}
+
+# ksft_problems OUT PLAN SKIP_ERE SKIPS: what is wrong with a kselftest
+# binary's output OUT against its expected plan: a different plan, results
+# missing or failed, skips other than SKIPS tests matching SKIP_ERE. Prints
+# "; problem" for each, nothing if none.
+ksft_problems() {
+	local out=$1 plan=$2 skip_ere=$3 skips=$4 got results failed skipped bad
+	if [ ! -s "$out" ]; then
+		echo -n "; no output"
+		return
+	fi
+	got=$(sed -n 's/^1\.\.\([0-9]\{1,\}\)$/\1/p' "$out" | head -n 1)
+	[ "$got" = "$plan" ] || echo -n "; plan ${got:-missing} (want $plan)"
+	results=$(grep -cE '^(not )?ok [0-9]+ ' "$out")
+	[ "$results" -eq "$plan" ] || echo -n "; $results results (want $plan)"
+	failed=$(grep -cE '^not ok [0-9]+ ' "$out")
+	[ "$failed" -eq 0 ] || echo -n "; $failed failed: $(grep -E '^not ok [0-9]+ ' "$out" | head -n 5 | cut -d' ' -f4 | tr '\n' ' ')"
+	grep -E '^ok [0-9]+ .* # SKIP' "$out" | cut -d' ' -f3 >"$out.skipped"
+	skipped=$(wc -l <"$out.skipped")
+	bad=$(grep -vcE "$skip_ere" "$out.skipped")
+	[ "$bad" -eq 0 ] || echo -n "; unexpected skips: $(grep -vE "$skip_ere" "$out.skipped" | head -n 5 | tr '\n' ' ')"
+	[ "$skipped" -eq "$skips" ] || echo -n "; $skipped skipped (want $skips)"
+	grep -q '^# Totals: ' "$out" || echo -n "; no Totals line"
 }
 
 # dma_port: the virtio port named iommu-pt.dma (vportNpM), once udev made
