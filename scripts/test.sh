@@ -287,7 +287,8 @@ if want vfio; then
 	expect=()
 	for mode in "${vfio_modes[@]}"; do
 		for a in $vfio_allocators; do expect+=(--expect "vfio_${mode}_$a"); done
-		cat "$OUT/vfio-$mode.log" >>"$matrix"
+		# A boot that never started leaves no log: its suites are missing.
+		[ ! -f "$OUT/vfio-$mode.log" ] || cat "$OUT/vfio-$mode.log" >>"$matrix"
 	done
 	# At least 48 leaf results per suite (allocator and mode; a full one has
 	# 96): the binaries' own tests, and a result and a check per binary.
