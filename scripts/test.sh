@@ -213,9 +213,10 @@ lanes=${IOMMU_PT_LANES:-$(($(nproc) >= 2 ? 2 : 1))}
 case "$lanes" in 1 | 2) ;; *) die "IOMMU_PT_LANES is 1 or 2, not '$lanes'" ;; esac
 # IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
 vfio_modes=(${IOMMU_PT_VFIO_MODES:-legacy scalable})
-for mode in "${vfio_modes[@]}"; do
-	case "$mode" in legacy | scalable) ;; *) die "IOMMU_PT_VFIO_MODES: the modes are legacy and scalable, not '$mode'" ;; esac
-done
+case "${vfio_modes[*]}" in
+legacy | scalable | "legacy scalable" | "scalable legacy") ;;
+*) die "IOMMU_PT_VFIO_MODES is legacy, scalable or both, not '${IOMMU_PT_VFIO_MODES:-}'" ;;
+esac
 # About 15 and 16 minutes: KUnit, legacy VFIO, iommufd; scalable VFIO, reliability.
 lane1=() lane2=()
 ! want kunit || lane1+=(job_kunit)
@@ -238,19 +239,35 @@ run_lane() {
 	done
 	[ "$verdict" -eq 0 ]
 }
-# kill_tree PID: PID and every process under it (a lane's guests).
+# kill_tree PID: PID and every process under it (a lane's guests), each
+# stopped first so that it starts nothing new while its children go.
 kill_tree() {
 	local child
+	kill -STOP "$1" 2>/dev/null || return 0
 	for child in $(pgrep -P "$1" || true); do
 		kill_tree "$child"
 	done
 	kill "$1" 2>/dev/null || true
+	kill -CONT "$1" 2>/dev/null || true
+}
+# on_signal SIG: takes down the lanes still running (children of this shell
+# only: a lane already waited for may have passed its pid on), then dies of
+# SIG, so that a script running this one stops too.
+on_signal() {
+	local p
+	for p in $lane1_pid $lane2_pid; do
+		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" != "$$" ] || kill_tree "$p"
+	done
+	trap - "$1"
+	kill -s "$1" "$$"
 }
 # Both lanes in the background, so that a signal is acted on at once (bash
 # runs a trap only once the foreground command ends): an interrupted run
 # takes its guests down with it.
 lane1_pid="" lane2_pid=""
-trap 'for p in $lane1_pid $lane2_pid; do kill_tree "$p"; done; exit 130' INT TERM
+for sig in INT TERM HUP; do
+	trap "on_signal $sig" "$sig"
+done
 if [ ${#lane2[@]} -gt 0 ]; then
 	log "second lane, beside the first: ${lane2[*]} (its output follows when it ends: $OUT/lane2.out)"
 	run_lane "${lane2[@]}" >"$OUT/lane2.out" 2>&1 &
@@ -259,12 +276,14 @@ fi
 run_lane "${lane1[@]}" &
 lane1_pid=$!
 wait "$lane1_pid" || verdict=1
+lane1_pid=""
 if [ -n "$lane2_pid" ]; then
 	wait "$lane2_pid" || verdict=1
+	lane2_pid=""
 	log "second lane's output:"
 	cat "$OUT/lane2.out"
 fi
-trap - INT TERM
+trap - INT TERM HUP
 
 if want kunit; then
 	expect=()

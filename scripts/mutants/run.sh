@@ -43,9 +43,11 @@ done
 # interrupted: $SRC and $BUILD are the test command's own.
 kernel_mutated=""
 kernel_restore() {
-	patch -R -p1 -d "$SRC" --quiet <"$kernel_mutated" ||
-		die "cannot undo $kernel_mutated in $SRC: run scripts/prepare-tree.sh and scripts/build-kernel.sh"
+	local mutant=$kernel_mutated
 	kernel_mutated=""
+	{ patch -R -p1 -d "$SRC" --dry-run <"$mutant" && patch -R -p1 -d "$SRC" --quiet <"$mutant"; } \
+		>"$WORK/mutants/restore.log" 2>&1 </dev/null ||
+		die "cannot undo $mutant in $SRC (see $WORK/mutants/restore.log): run scripts/prepare-tree.sh and scripts/build-kernel.sh"
 	"$REPO/scripts/build-kernel.sh" >/dev/null || die "the kernel does not build again after a kernel mutant"
 }
 trap '[ -z "$kernel_mutated" ] || kernel_restore' EXIT
@@ -71,11 +73,12 @@ for name in "${names[@]}"; do
 	# built incrementally into $BUILD, then undone and built again.
 	target=$scratch
 	[ "$(sed -n 's/^Tree: //p' "$patch")" != kernel ] || target=$SRC
-	if ! { patch -p1 -d "$target" --dry-run <"$patch" && patch -p1 -d "$target" --quiet <"$patch"; } \
-		>"$dir/apply.log" 2>&1; then
+	# Recorded as applied before it is: an interrupt in between still undoes it.
+	if ! { patch -p1 -d "$target" --dry-run <"$patch" &&
+		{ [ "$target" != "$SRC" ] || kernel_mutated=$patch; } &&
+		patch -p1 -d "$target" --quiet <"$patch"; } >"$dir/apply.log" 2>&1 </dev/null; then
 		result=BROKEN
-	elif [ "$target" = "$SRC" ] && { kernel_mutated=$patch; true; } &&
-		! "$REPO/scripts/build-kernel.sh" >"$dir/build-kernel.log" 2>&1; then
+	elif [ "$target" = "$SRC" ] && ! "$REPO/scripts/build-kernel.sh" >"$dir/build-kernel.log" 2>&1; then
 		result=BROKEN
 	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
 		result=BROKEN
