@@ -82,7 +82,7 @@ for name in "${names[@]}"; do
 		result=BROKEN
 	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
 		result=BROKEN
-	elif grep -q '^+++ b/qemu/guest/.*\.c' "$patch" &&
+	elif [ "$guest_bin" != "$GUEST_BIN_OUT" ] &&
 		! IOMMU_PT_GUEST_BIN=$dir/guest-bin "$scratch/scripts/build-guest-tools.sh" >"$dir/build-tools.log" 2>&1; then
 		# A mutant of a test program: built aside, and used by the stage below.
 		result=BROKEN
