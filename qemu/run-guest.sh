@@ -6,13 +6,14 @@
 # VFIO, 4 GiB and 2 vCPUs. The guest sees the root's filesystem, with the
 # repository and the work directory at the same paths as on the host.
 #
-# usage: qemu/run-guest.sh [--mode legacy|scalable] [--icount] [--cpus N]
+# usage: qemu/run-guest.sh [--mode legacy|scalable|amd] [--icount] [--cpus N]
 #                          [--dma-port] [--append ARGS] [--log FILE]
 #                          [--timeout SECONDS] [--silence SECONDS]
 #                          [--tcg-threads single|multi] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
+# --mode amd       AMD-Vi (QEMU's amd-iommu) with v1 tables (amdv1 format)
 # --icount         TCG only: single-threaded TCG with -icount shift=0, where
 #                  guest time counts executed instructions (deterministic)
 # --cpus N         vCPUs (default 2)
@@ -35,7 +36,8 @@
 #                  FILE.hang, printed on stderr, and NMIs the guest, which
 #                  panics into FILE with its own (tasks, backtraces, timers)
 # IOMMU_PT_ACCEL=kvm|tcg overrides the cached KVM probe (qemu/kvm-probe.sh).
-# IOMMU_PT_VTD_EXTRA adds properties to the intel-iommu device (e.g. eim=on);
+# IOMMU_PT_VTD_EXTRA adds properties to the intel-iommu device (e.g. eim=on), and
+# IOMMU_PT_AMD_EXTRA to the amd-iommu device (e.g. xtsup=on);
 # IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. -trace ...), for debugging;
 # IOMMU_PT_QEMU is the QEMU binary (a path in the root) instead of the root's.
 #
@@ -56,7 +58,7 @@ silence=${IOMMU_PT_SILENCE:-600}
 tcg_threads=${IOMMU_PT_TCG_THREADS:-single}
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--mode) mode=${2:?--mode needs legacy or scalable}; shift 2 ;;
+	--mode) mode=${2:?--mode needs legacy, scalable or amd}; shift 2 ;;
 	--icount) icount=1; shift ;;
 	--dma-port) dma_port=1; shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; shift 2 ;;
@@ -101,7 +103,14 @@ scalable)
 	iommu="$iommu,x-scalable-mode=on,x-flts=on"
 	cmdline="${cmdline/intel_iommu=on/intel_iommu=on,sm_on}"
 	;;
-*) die "run-guest.sh: --mode is legacy or scalable, not '$mode'" ;;
+amd)
+	# QEMU 10.0's amd-iommu translates the DMA of every emulated device
+	# behind it (10.2 and later only with dma-remap=on); v2 tables are not
+	# offered (no GIOSup), so the driver uses v1 (docs/amd-vi-study.md).
+	iommu="amd-iommu,intremap=on${IOMMU_PT_AMD_EXTRA:+,$IOMMU_PT_AMD_EXTRA}"
+	cmdline="${cmdline/intel_iommu=on /}"
+	;;
+*) die "run-guest.sh: --mode is legacy, scalable or amd, not '$mode'" ;;
 esac
 
 accel=${IOMMU_PT_ACCEL:-$("$REPO/qemu/kvm-probe.sh")}
