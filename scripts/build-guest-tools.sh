@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build what runs in the guest against the patched tree's UAPI headers:
-# the small test programs in qemu/guest/*.c ($IOMMU_PT_GUEST_BIN, default
-# $IOMMU_PT_CACHE/work/guest-bin)
+# the small test programs in qemu/guest/*.c and qemu/guest/*/
+# ($IOMMU_PT_GUEST_BIN, default $IOMMU_PT_CACHE/work/guest-bin)
 # and the kernel's VFIO selftests, tools/testing/selftests/vfio
 # ($IOMMU_PT_CACHE/work/vfio-selftests), and iommufd's,
 # tools/testing/selftests/iommu ($IOMMU_PT_CACHE/work/iommufd-selftests).
@@ -17,13 +17,29 @@ case "$bin" in "$WORK"/*) ;; *) die "IOMMU_PT_GUEST_BIN must be under $WORK, whi
 mkdir -p "$bin"
 in_root make -s -C "$SRC" O="$BUILD" LLVM=1 headers >/dev/null ||
 	die "make headers failed in $BUILD"
-for src in "$REPO"/qemu/guest/*.c; do
+# A program is one file, qemu/guest/NAME.c, or a directory, qemu/guest/NAME/,
+# whose .c files are built together (its headers count as its sources too).
+for src in "$REPO"/qemu/guest/*.c "$REPO"/qemu/guest/*/; do
+	src=${src%/}
+	[ -e "$src" ] || continue
 	out=$bin/$(basename "$src" .c)
-	if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$REPO/qemu/guest/iommufd-dev.h" -nt "$out" ] ||
-		[ "$BUILD/usr/include/linux/iommufd.h" -nt "$out" ]; then
+	if [ -d "$src" ]; then
+		srcs=("$src"/*.c)
+		deps=("$src"/*)
+		[ -e "${srcs[0]}" ] || die "$src has no .c file to build"
+	else
+		srcs=("$src")
+		deps=("$src")
+	fi
+	stale=0
+	[ -x "$out" ] || stale=1
+	for f in "${deps[@]}" "$REPO/qemu/guest/iommufd-dev.h" "$BUILD/usr/include/linux/iommufd.h"; do
+		[ ! "$f" -nt "$out" ] || stale=1
+	done
+	if [ "$stale" -eq 1 ]; then
 		# Built aside and renamed into place: a guest that runs the old
 		# binary meanwhile must never find a half-written file.
-		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out.new" "$src" ||
+		in_root gcc -O2 -Wall -Werror -pthread -isystem "$BUILD/usr/include" -o "$out.new" "${srcs[@]}" ||
 			die "cannot build $src"
 		mv -f "$out.new" "$out"
 	fi

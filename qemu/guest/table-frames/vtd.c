@@ -1,57 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Print which translation a PCI device's VT-d domain uses and the page frames
- * of its page-table pages, as the IOMMU sees them, from the Intel IOMMU
- * debugfs files.
- *
- * usage: table-frames [--stage-only] BDF
- *
- * Output, one item per line:
- *   stage first|second|passthrough|none   from the device's context or PASID entry
- *   top 0x<pfn>                           the top table, which identifies the domain
- *   table 0x<pfn>                         the top table and every table an entry points to
- *
- * The leaf entries (the last one printed for each IOVA, a 4 KiB, 2 MiB or
- * 1 GiB page) point to data, not tables, and are not printed. Exits 0 also
- * when the device has no domain; exits 1 on a usage or read error, on a line
- * of the table dump it cannot parse and on more than MAX_FRAMES frames, so
- * that a change of the debugfs format cannot pass for a domain without
- * tables.
- *
- * Walking the tables races with unmap: a table freed meanwhile may be read
- * (the debugfs code says so). With --stage-only only the context or PASID
- * entry is read, which is safe while tables go back to the page allocator.
+ * The VT-d reader of table-frames: the translation a device's context or
+ * PASID entry selects and the frames of its domain's tables, from the Intel
+ * IOMMU debugfs files (drivers/iommu/intel/debugfs.c), which the kernel
+ * writes by walking the tables itself.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DEBUGFS "/sys/kernel/debug/iommu/intel"
-/* Bits 51:12 of a VT-d table entry or table pointer */
-#define ADDR_MASK 0x000ffffffffff000ULL
-#define MAX_FRAMES 65536
-
-static uint64_t frames[MAX_FRAMES];
-static int nr_frames;
-static int too_many;
-
-static void add_frame(uint64_t entry)
-{
-	uint64_t pfn = (entry & ADDR_MASK) >> 12;
-	int i;
-
-	if (!pfn)
-		return;
-	for (i = nr_frames - 1; i >= 0; i--)
-		if (frames[i] == pfn)
-			return;
-	if (nr_frames < MAX_FRAMES)
-		frames[nr_frames++] = pfn;
-	else
-		too_many = 1;
-}
+#include "table-frames.h"
 
 /*
  * dmar_translation_struct has one line per present context entry (legacy) or
@@ -61,11 +20,12 @@ static const char *stage(const char *bdf)
 {
 	unsigned long long ctx_hi, ctx_lo, v2, v1, v0;
 	const char *result = "none";
-	char line[512], dev[16];
+	char path[256], line[512], dev[16];
 	int pasid;
 	FILE *f;
 
-	f = fopen(DEBUGFS "/dmar_translation_struct", "r");
+	snprintf(path, sizeof(path), "%s/intel/dmar_translation_struct", iommu_debugfs());
+	f = fopen(path, "r");
 	if (!f)
 		return "none";
 	/* The file names devices without their PCI segment. */
@@ -120,7 +80,8 @@ static int tables(const char *bdf)
 	int bad = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), DEBUGFS "/%s/domain_translation_struct", bdf);
+	snprintf(path, sizeof(path), "%s/intel/%s/domain_translation_struct",
+		 iommu_debugfs(), bdf);
 	f = fopen(path, "r");
 	if (!f) {
 		fprintf(stderr, "table-frames: %s: %s\n", path, strerror(errno));
@@ -168,22 +129,10 @@ static int tables(const char *bdf)
 	return bad || too_many ? -1 : 0;
 }
 
-int main(int argc, char **argv)
+int vtd_frames(const char *bdf, int stage_only)
 {
-	int stage_only = argc == 3 && !strcmp(argv[1], "--stage-only");
-	const char *bdf = argv[argc - 1];
-	int i;
-
-	if (argc != 2 + stage_only || strlen(bdf) != 12 || bdf[4] != ':') {
-		fprintf(stderr, "usage: table-frames [--stage-only] SSSS:BB:DD.F\n");
-		return 1;
-	}
 	printf("stage %s\n", stage(bdf));
 	if (stage_only)
 		return 0;
-	if (tables(bdf))
-		return 1;
-	for (i = 0; i < nr_frames; i++)
-		printf("table 0x%" PRIx64 "\n", frames[i]);
-	return 0;
+	return tables(bdf);
 }
