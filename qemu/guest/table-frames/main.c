@@ -6,7 +6,8 @@
  * usage: table-frames [--stage-only] SSSS:BB:DD.F
  *
  * Output, one item per line:
- *   stage first|second|passthrough|none  from the context or PASID entry
+ *   stage first|second|passthrough|none  VT-d: from the context or PASID entry
+ *   stage amdv1|amdv2|passthrough|none   AMD-Vi: from the device table entry
  *   top 0x<pfn>                          the top table, which identifies the domain
  *   table 0x<pfn>                        the top table and every table an entry points to
  *
@@ -16,19 +17,24 @@
  * MAX_FRAMES frames, so that a change of the debugfs format cannot pass for a
  * domain without tables.
  *
- * vtd.c reads VT-d's context or PASID entry and table dump.
+ * The IOMMU is the one whose debugfs directory exists: iommu/amd (the AMD
+ * driver creates it only once it initialised, drivers/iommu/amd/init.c), else
+ * iommu/intel. vtd.c reads VT-d's table dump, amd.c walks AMD v1 tables in
+ * memory read through /proc/kcore.
  *
  * Walking the tables races with unmap: a table freed meanwhile may be read.
- * With --stage-only only the context or PASID entry is read,
+ * With --stage-only only the context, PASID or device table entry is read,
  * which is safe while tables go back to the page allocator.
  *
- * TABLE_FRAMES_DEBUGFS replaces /sys/kernel/debug/iommu, for a test on files
- * of its own.
+ * For the host's self-test (scripts/test-table-frames.py), two variables
+ * replace the paths: TABLE_FRAMES_DEBUGFS /sys/kernel/debug/iommu and
+ * TABLE_FRAMES_KCORE /proc/kcore.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "table-frames.h"
 
@@ -67,17 +73,30 @@ const char *iommu_debugfs(void)
 	return dir && *dir ? dir : "/sys/kernel/debug/iommu";
 }
 
+static int is_amd(void)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/amd", iommu_debugfs());
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 int main(int argc, char **argv)
 {
 	int stage_only = argc == 3 && !strcmp(argv[1], "--stage-only");
 	const char *bdf = argv[argc - 1];
-	int i;
+	int i, err;
 
 	if (argc != 2 + stage_only || strlen(bdf) != 12 || bdf[4] != ':') {
 		fprintf(stderr, "usage: table-frames [--stage-only] SSSS:BB:DD.F\n");
 		return 1;
 	}
-	if (vtd_frames(bdf, stage_only))
+	if (is_amd())
+		err = amd_frames(bdf, stage_only);
+	else
+		err = vtd_frames(bdf, stage_only);
+	if (err)
 		return 1;
 	for (i = 0; i < nr_frames; i++)
 		printf("table 0x%" PRIx64 "\n", frames[i]);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the parts of table-frames share: the set of table frames found (main.c
- * prints it) and the readers, one per IOMMU (vtd.c).
+ * prints it) and the readers, one per IOMMU (vtd.c, amd.c).
  */
 #ifndef TABLE_FRAMES_H
 #define TABLE_FRAMES_H
 
 #include <stdint.h>
 
-/* Bits 51:12 of a table entry or table pointer */
+/* Bits 51:12 of a table entry or table pointer, VT-d and AMD v1 alike */
 #define ADDR_MASK 0x000ffffffffff000ULL
 #define MAX_FRAMES 65536
 
@@ -38,5 +38,6 @@ const char *iommu_debugfs(void);
  * printed on stderr.
  */
 int vtd_frames(const char *bdf, int stage_only);
+int amd_frames(const char *bdf, int stage_only);
 
 #endif /* TABLE_FRAMES_H */

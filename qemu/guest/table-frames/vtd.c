@@ -73,7 +73,7 @@ static const char *stage(const char *bdf)
  * domain_translation_struct: "Device ... @0x<top>", a header, then one line per
  * leaf: "0x<iova_pfn> |\t<pml5e>\t<pml4e>\t<pdpe>[\t<pde>[\t<pte>]]".
  */
-static int tables(const char *bdf)
+static int read_tables(const char *bdf)
 {
 	char path[256], line[512];
 	unsigned long long top;
@@ -134,5 +134,5 @@ int vtd_frames(const char *bdf, int stage_only)
 	printf("stage %s\n", stage(bdf));
 	if (stage_only)
 		return 0;
-	return tables(bdf);
+	return read_tables(bdf);
 }
