@@ -4,7 +4,8 @@
 # Kernel style checks: rustfmt over the tree and the module, the module built
 # with CLIPPY=1 and no warning, and checkpatch --strict on our own patches
 # (0010 onwards; the seed series 0001-0009 stays as posted) and on the
-# benchmark's kernel module (bench/kmod).
+# benchmark's kernel module (bench/kmod); and the self-tests of the KTAP judge,
+# the guest library and the guest's table reader.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -61,5 +62,9 @@ done
 python3 "$REPO/scripts/test-ktap.py" || { warn "scripts/ktap.py failed its self-test"; status=1; }
 # The guest library's checks, fed what they must accept and what they must refuse.
 "$REPO/scripts/test-guest-lib.sh" || { warn "qemu/guest/lib.sh failed its self-test"; status=1; }
+# The guest's table reader, built in the root with the guest tools' compiler and
+# flags, on AMD debugfs files and a /proc/kcore of ours.
+in_root python3 "$REPO/scripts/test-table-frames.py" ||
+	{ warn "qemu/guest/table-frames failed its self-test"; status=1; }
 [ "$status" -eq 0 ] && log "style checks passed"
 exit "$status"
