@@ -1,16 +1,35 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Runs in the guest. Checks, as KTAP, that VT-d DMA remapping is enabled and
-# that the emulated igb NIC sits in an IOMMU group of its own.
+# Runs in the guest. Checks, as KTAP, that the IOMMU's DMA remapping is
+# enabled and that the emulated igb NIC sits in an IOMMU group of its own.
+# The IOMMU is the one the firmware describes: AMD-Vi if ACPI has an IVRS
+# table (QEMU's amd-iommu), else VT-d (DMAR).
+#  - VT-d: a dmar* IOMMU in sysfs and "DMAR: IOMMU enabled"
+#    (drivers/iommu/intel/iommu.c);
+#  - AMD-Vi (drivers/iommu/amd/init.c, every message prefixed "AMD-Vi: "): an
+#    ivhd* IOMMU in sysfs, which the driver removes again when it cannot
+#    translate DMA (iommu_init_pci), and "Extended features (", which
+#    print_iommu_info() prints once every IOMMU passed its PCI setup; and
+#    "Interrupt remapping enabled" from the same function, without which
+#    VFIO refuses the device (no MSI isolation).
 
 . "$(dirname "$0")/lib.sh"
 
 echo "KTAP version 1"
-echo "1..4"
-
-ls /sys/class/iommu/ | grep -q '^dmar' && dmesg | grep -q 'DMAR: IOMMU enabled'
-result $? iommu_dmar_enabled
+if [ -e /sys/firmware/acpi/tables/IVRS ]; then
+	echo "1..5"
+	echo "# AMD-Vi (ACPI IVRS); IOMMUs: $(ls /sys/class/iommu/ | tr '\n' ' ')"
+	dmesg | grep 'AMD-Vi: ' | head -n 8 | sed 's/^/# /'
+	ls /sys/class/iommu/ | grep -q '^ivhd' && dmesg | grep -q 'AMD-Vi: Extended features ('
+	result $? iommu_amdvi_enabled
+	dmesg | grep -q 'AMD-Vi: Interrupt remapping enabled'
+	result $? iommu_amdvi_irq_remapping
+else
+	echo "1..4"
+	ls /sys/class/iommu/ | grep -q '^dmar' && dmesg | grep -q 'DMAR: IOMMU enabled'
+	result $? iommu_dmar_enabled
+fi
 
 grep -q 'iommu.strict=1' /proc/cmdline && dmesg | grep -q 'iommu: DMA domain TLB invalidation policy: strict'
 result $? iommu_strict_mode
@@ -23,7 +42,7 @@ result $? iommu_igb_in_group
 
 if [ -n "$igb" ] && [ -e "$igb/iommu_group" ]; then
 	members=$(ls "$igb/iommu_group/devices")
-	echo "# igb group $(basename "$(readlink "$igb/iommu_group")"): $members"
+	echo "# igb group $(basename "$(readlink "$igb/iommu_group")"): $(echo $members)"
 	[ "$members" = "$(basename "$igb")" ]
 	result $? iommu_igb_group_alone
 else
