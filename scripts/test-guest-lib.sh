@@ -5,10 +5,11 @@
 # the host by stage 0 (scripts/check-style.sh) in well under a second: each
 # check that decides what a stage accepts is fed what it must accept and what
 # it must refuse.
-#  - dma_faults_expected: the igb's not-present DMA faults (legacy and
-#    scalable mode, with their "handling fault status" lines) are expected;
-#    a fault of another device, a fault of another kind (reserved bits set,
-#    a bad context entry) and any other report are not;
+#  - dma_faults_expected: on VT-d, the igb's not-present DMA faults (legacy
+#    and scalable mode, with their "handling fault status" lines) are
+#    expected; a fault of another device, a fault of another kind (reserved
+#    bits set, a bad context entry) and any other report are not; on AMD-Vi
+#    no line is, not even the igb's IO_PAGE_FAULT; an unknown IOMMU fails;
 #  - checks_result: a result line without problems passes, one with problems
 #    fails with them as its reason and marks the suite failed;
 #  - ksft_problems, over crafted kselftest outputs: a clean one gives no
@@ -66,6 +67,19 @@ expect "dma_faults_expected refuses the rest" "$unexpected" "$(cat "$err")"
 printf '%s\n' "$expected" | dma_faults_expected 0000:00:0d.0 >"$out" 2>"$err"
 expect "dma_faults_expected refuses the igb's faults for another device" \
 	"$(grep -c 'Request device' <<<"$expected")" "$(grep -c 'Request device' "$err")"
+printf '%s\n' "$expected" | dma_faults_expected "$igb" vtd >"$out" 2>"$err"
+expect "dma_faults_expected takes vtd as its default" "$expected" "$(cat "$out")"
+# Under AMD-Vi QEMU reports no fault: nothing is expected, the igb's own
+# IO_PAGE_FAULT included.
+amd_faults='[   71.697012] vfio-pci 0000:00:0c.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0002 address=0x80000000 flags=0x0020]
+[   71.697013] AMD-Vi: Event logged [IO_PAGE_FAULT device=0000:00:0c.0 domain=0x0002 address=0x80000000 flags=0x0000]'
+printf '%s\n%s\n' "$expected" "$amd_faults" | dma_faults_expected "$igb" amd >"$out" 2>"$err"
+expect "dma_faults_expected expects no fault under AMD-Vi" "" "$(cat "$out")"
+expect "dma_faults_expected refuses every line under AMD-Vi" "$expected
+$amd_faults" "$(cat "$err")"
+printf '%s\n' "$expected" | dma_faults_expected "$igb" arm >"$out" 2>"$err"
+expect "dma_faults_expected fails on an IOMMU it does not know" "1 0 5" \
+	"$? $(wc -l <"$out") $(wc -l <"$err")"
 
 set_failed=0
 expect "checks_result without problems" "    ok 2 x_checks" "$(checks_result 2 x_checks "")"
