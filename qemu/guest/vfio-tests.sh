@@ -5,20 +5,26 @@
 # vfio-pci, first on the C allocator (iommu_pt not loaded), then on the Rust
 # pool (iommu_pt loaded), in the translation mode the guest was booted with.
 #
-# usage: vfio-tests.sh legacy|scalable MODULE.ko SELFTEST_DIR GUEST_BIN_DIR
+# usage: vfio-tests.sh legacy|scalable|amd MODULE.ko SELFTEST_DIR GUEST_BIN_DIR
+#
+# legacy and scalable are VT-d's modes, amd is AMD-Vi (QEMU's amd-iommu).
 #
 # Each selftest binary's own TAP output is nested under a result for the
 # binary (exit 0 pass, 4 skip, anything else fail). A second result,
 # <binary>_checks, asserts what the binary cannot see:
 #  - nothing leaked: NR_IOMMU_PAGES is back to its value before the binary;
 #  - the translation stage: a sampler (table-frames) reads the device's
-#    context or PASID entry every few seconds while the binary runs
-#    (second-stage tables in legacy mode, first-stage in scalable mode);
-#  - no kernel report while the binary ran, except the DMA faults that
-#    vfio_pci_driver_test provokes on purpose at an IOVA it leaves unmapped
-#    (lib.sh's dma_faults_expected: the igb's faults of a not-present entry
-#    only); those are counted, and the final scan of the whole kernel log
-#    leaves out just those lines;
+#    context or PASID entry (VT-d) or device table entry (AMD-Vi) every few
+#    seconds while the binary runs (second-stage tables in legacy mode,
+#    first-stage in scalable mode, AMD v1 tables in amd mode, walked in memory
+#    through /proc/kcore);
+#  - no kernel report while the binary ran, except, on VT-d, the DMA faults
+#    that vfio_pci_driver_test provokes on purpose at an IOVA it leaves
+#    unmapped (lib.sh's dma_faults_expected: the igb's faults of a not-present
+#    entry only); those are counted, and the final scan of the whole kernel
+#    log leaves out just those lines. QEMU's amd-iommu reports no fault to the
+#    guest, so in amd mode no fault line is expected and any AMD-Vi event
+#    line fails the check;
 #  - on the C allocator, the module is not loaded;
 #  - on the Rust pool, the pool served every table (lib.sh's
 #    pool_served_check): its counters show tables served (hits >= 1), no
@@ -80,10 +86,11 @@ accepted=$tmp/accepted
 : >"$accepted"
 
 case "$mode" in
-legacy) want_stage=second ;;
-scalable) want_stage=first ;;
+legacy) want_stage=second iommu=vtd ;;
+scalable) want_stage=first iommu=vtd ;;
+amd) want_stage=amdv1 iommu=amd ;;
 *)
-	echo "vfio-tests.sh: mode is legacy or scalable, not '$mode'" >&2
+	echo "vfio-tests.sh: mode is legacy, scalable or amd, not '$mode'" >&2
 	exit 2
 	;;
 esac
@@ -116,15 +123,25 @@ for size in 2048kB 1048576kB; do
 	echo "# huge pages of $size: $n"
 	[ "$n" -ge 1 ] || setup_error="${setup_error:+$setup_error; }no $size huge page reserved"
 done
-[ -r /sys/kernel/debug/iommu/intel/dmar_translation_struct ] ||
-	setup_error="${setup_error:+$setup_error; }no Intel IOMMU debugfs"
+# What table-frames reads: VT-d's table dump, or AMD-Vi's device table entry
+# and the tables themselves in /proc/kcore (an ELF core: "\177ELF").
+if [ "$iommu" = vtd ]; then
+	[ -r /sys/kernel/debug/iommu/intel/dmar_translation_struct ] ||
+		setup_error="${setup_error:+$setup_error; }no Intel IOMMU debugfs"
+else
+	if [ ! -w /sys/kernel/debug/iommu/amd/devid ] || [ ! -r /sys/kernel/debug/iommu/amd/devtbl ]; then
+		setup_error="${setup_error:+$setup_error; }no AMD IOMMU debugfs (CONFIG_AMD_IOMMU_DEBUGFS)"
+	fi
+	[ "$(head -c 4 /proc/kcore 2>/dev/null | tail -c 3)" = ELF ] ||
+		setup_error="${setup_error:+$setup_error; }/proc/kcore cannot be read (CONFIG_PROC_KCORE)"
+fi
 if [ -n "$setup_error" ]; then
 	echo "KTAP version 1"
 	echo "1..1"
 	echo "not ok 1 vfio_${mode}_setup # $setup_error"
 	exit 1
 fi
-echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_group")" | sed 's/^/iommu group /')), $mode mode, expecting $want_stage-stage tables"
+echo "# device $bdf ($(basename "$(readlink "/sys/bus/pci/devices/$bdf/iommu_group")" | sed 's/^/iommu group /')), $mode mode, expecting stage $want_stage"
 echo "# timeouts: each test's x$scale (KSFT_TIMEOUT_SCALE), ${TEST_TIMEOUT} s per binary"
 echo "# allocators: $allocators; vfio_pci_driver_test modes: ${VFIO_DRIVER_TEST_MODES:-all}"
 
@@ -168,10 +185,11 @@ run_one() {
 	nr_iommu_pages_check "$pages0" || problems="$problems; nr_iommu_pages $nr_iommu_pages_change"
 	pages1=$nr_iommu_pages
 	# The binary's kernel reports: only vfio_pci_driver_test provokes some,
-	# DMA faults at the IOVA it leaves unmapped; any other fails the check.
+	# DMA faults at the IOVA it leaves unmapped (none under AMD-Vi); any
+	# other fails the check.
 	dmesg | tail -n +$((log0 + 1)) | grep -Ef "$KERNEL_REPORT_FILE" >"$tmp/reports"
 	if [ "$name" = vfio_pci_driver_test ]; then
-		dma_faults_expected "$bdf" <"$tmp/reports" >"$tmp/expected" 2>"$tmp/unexpected"
+		dma_faults_expected "$bdf" "$iommu" <"$tmp/reports" >"$tmp/expected" 2>"$tmp/unexpected"
 		cat "$tmp/expected" >>"$accepted"
 	else
 		: >"$tmp/expected"
@@ -190,7 +208,7 @@ run_one() {
 		;;
 	esac
 
-	seen=$(grep -c '^stage \(first\|second\|passthrough\)' "$samples")
+	seen=$(grep -c '^stage \(first\|second\|passthrough\|amdv1\|amdv2\)' "$samples")
 	stages=$(grep '^stage ' "$samples" | grep -v '^stage none' | sort -u | cut -d' ' -f2 | tr '\n' ' ')
 	if [ -n "$stages" ] && [ "$stages" != "$want_stage " ]; then
 		problems="$problems; stage seen: $stages(want $want_stage)"
