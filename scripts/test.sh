@@ -18,11 +18,13 @@
 # iommufd domain on the vfio-bound igb served from the pool, and 20 reloads
 # under a live domain (qemu/guest/test-pool.sh).
 #
-# Stage "vfio", two boots, VT-d legacy mode (second-stage tables) and scalable
-# mode with first-stage tables: the kernel's VFIO selftests on the vfio-bound
-# igb, with 2 MiB and 1 GiB huge pages reserved, first on the C allocator and
-# then with the iommu-pt pool, which must be shown to serve every table
-# (qemu/guest/vfio-tests.sh). Prints one table: combination x test.
+# Stage "vfio", three boots, VT-d legacy mode (second-stage tables), VT-d
+# scalable mode with first-stage tables and AMD-Vi with v1 tables (amdv1):
+# the IOMMU checks of qemu/guest/check-iommu.sh, then the kernel's VFIO
+# selftests on the vfio-bound igb, with 2 MiB and 1 GiB huge pages reserved,
+# first on the C allocator and then with the iommu-pt pool, which must be
+# shown to serve every table (qemu/guest/vfio-tests.sh). Prints one table:
+# combination x test.
 #
 # Stage "iommufd", one boot: iommufd's own selftests (tools/testing/selftests/
 # iommu: iommufd, 246 tests, and iommufd_fail_nth) on its mock IOMMU, whose
@@ -58,8 +60,8 @@
 #   IOMMU_PT_LANES       1 to boot the guests one after the other; by default
 #                        two lanes of boots run side by side on a host with
 #                        two CPUs or more (see "lanes" below)
-#   IOMMU_PT_VFIO_MODES  the VFIO stage's VT-d modes (default "legacy
-#                        scalable"), for development
+#   IOMMU_PT_VFIO_MODES  the VFIO stage's IOMMU modes (default "legacy
+#                        scalable amd"), for development
 
 . "$(dirname "$0")/lib.sh"
 
@@ -158,7 +160,7 @@ boot() {
 
 # Leaf results the KUnit boot must reach at least: the built-in suites', the
 # module's and those of generic_pt's suites rerun on the pool.
-KUNIT_MIN_RESULTS=786
+KUNIT_MIN_RESULTS=806
 # Suites the configuration must have run; a missing one is a failure.
 KUNIT_SUITES=(
 	rust_doctests_kernel
@@ -176,7 +178,7 @@ job_kunit() {
 	boot KUnit --log "$OUT/kunit-boot.log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
 		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
 }
-# job_vfio MODE: one VT-d mode's VFIO boot. One 1 GiB and a few 2 MiB huge
+# job_vfio MODE: one IOMMU mode's VFIO boot. One 1 GiB and a few 2 MiB huge
 # pages, reserved at boot while memory is not fragmented, so that the hugetlb
 # variants run instead of skipping.
 job_vfio() {
@@ -212,24 +214,37 @@ job_reliability() {
 lanes=${IOMMU_PT_LANES:-$(($(nproc) >= 2 ? 2 : 1))}
 case "$lanes" in 1 | 2) ;; *) die "IOMMU_PT_LANES is 1 or 2, not '$lanes'" ;; esac
 # IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
-vfio_modes=(${IOMMU_PT_VFIO_MODES:-legacy scalable})
-case "${vfio_modes[*]}" in
-legacy | scalable | "legacy scalable" | "scalable legacy") ;;
-*) die "IOMMU_PT_VFIO_MODES is legacy, scalable or both, not '${IOMMU_PT_VFIO_MODES:-}'" ;;
-esac
-# About 15 and 16 minutes: KUnit, legacy VFIO, iommufd; scalable VFIO, reliability.
-lane1=() lane2=()
-! want kunit || lane1+=(job_kunit)
+vfio_modes=(${IOMMU_PT_VFIO_MODES:-legacy scalable amd})
+seen=" "
+for m in "${vfio_modes[@]}"; do
+	case "$m" in
+	legacy | scalable | amd) ;;
+	*) die "IOMMU_PT_VFIO_MODES takes legacy, scalable and amd, not '$m'" ;;
+	esac
+	case "$seen" in *" $m "*) die "IOMMU_PT_VFIO_MODES names $m twice" ;; esac
+	seen="$seen$m "
+done
+[ ${#vfio_modes[@]} -gt 0 ] || die "IOMMU_PT_VFIO_MODES names no mode"
+# Each job to the lane with less work so far, by its boot time here (s):
+# KUnit 292, a VFIO boot 511-589, reliability 487, iommufd 101. Three VFIO
+# modes: KUnit, scalable, reliability; legacy, amd, iommufd (about 23 and 21
+# minutes).
+lane1=() lane2=() lane1_s=0 lane2_s=0
+add_job() {
+	if [ "$lanes" -eq 1 ] || [ "$lane1_s" -le "$lane2_s" ]; then
+		lane1+=("$1")
+		lane1_s=$((lane1_s + $2))
+	else
+		lane2+=("$1")
+		lane2_s=$((lane2_s + $2))
+	fi
+}
+! want kunit || add_job job_kunit 300
 if want vfio; then
-	lane1+=("job_vfio ${vfio_modes[0]}")
-	[ ${#vfio_modes[@]} -lt 2 ] || lane2+=("job_vfio ${vfio_modes[1]}")
+	for m in "${vfio_modes[@]}"; do add_job "job_vfio $m" 580; done
 fi
-! want iommufd || lane1+=(job_iommufd)
-! want reliability || lane2+=(job_reliability)
-if [ "$lanes" -eq 1 ] || [ ${#lane1[@]} -eq 0 ]; then
-	lane1+=("${lane2[@]}")
-	lane2=()
-fi
+! want reliability || add_job job_reliability 490
+! want iommufd || add_job job_iommufd 100
 
 # run_lane JOB...: the jobs in turn; fails if a boot failed.
 run_lane() {

@@ -11,8 +11,12 @@
 #    ivhd* IOMMU in sysfs, which the driver removes again when it cannot
 #    translate DMA (iommu_init_pci), and "Extended features (", which
 #    print_iommu_info() prints once every IOMMU passed its PCI setup; and
-#    "Interrupt remapping enabled" from the same function, without which
-#    VFIO refuses the device (no MSI isolation).
+#    interrupt remapping: "Interrupt remapping enabled" from the same
+#    function, or off for the one reason known under QEMU 10.0 with 7.3 (its
+#    IVRS names 00:14.0 as the southbridge IOAPIC, which q35 does not have:
+#    "No southbridge IOAPIC found"), and then only with VFIO and iommufd told
+#    to allow unsafe interrupts (qemu/run-guest.sh --mode amd), without which
+#    they refuse the device. Any other reason fails.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -23,8 +27,18 @@ if [ -e /sys/firmware/acpi/tables/IVRS ]; then
 	dmesg | grep 'AMD-Vi: ' | head -n 8 | sed 's/^/# /'
 	ls /sys/class/iommu/ | grep -q '^ivhd' && dmesg | grep -q 'AMD-Vi: Extended features ('
 	result $? iommu_amdvi_enabled
-	dmesg | grep -q 'AMD-Vi: Interrupt remapping enabled'
-	result $? iommu_amdvi_irq_remapping
+	if dmesg | grep -q 'AMD-Vi: Interrupt remapping enabled'; then
+		ir=0
+	elif dmesg | grep -q 'AMD-Vi: .*No southbridge IOAPIC found' &&
+		grep -q 'vfio_iommu_type1.allow_unsafe_interrupts=1' /proc/cmdline &&
+		grep -q 'iommufd.allow_unsafe_interrupts=1' /proc/cmdline; then
+		echo "# interrupt remapping off: no southbridge IOAPIC at QEMU's 00:14.0; VFIO allows unsafe interrupts"
+		ir=0
+	else
+		echo "# interrupt remapping off for a reason not known here, or VFIO not told to allow it"
+		ir=1
+	fi
+	result $ir iommu_amdvi_irq_remapping
 else
 	echo "1..4"
 	ls /sys/class/iommu/ | grep -q '^dmar' && dmesg | grep -q 'DMAR: IOMMU enabled'

@@ -150,6 +150,9 @@ echo "# allocators: $allocators; vfio_pci_driver_test modes: ${VFIO_DRIVER_TEST_
 printf '\n\n' | "$bin/iommufd-map" "$(vfio_cdev "$bdf")" 1 >/dev/null
 
 status=0
+# The IOMMU this boot was given is on, strict, and the igb alone in its
+# group (a KTAP document of its own, before the matrix's).
+"$(dirname "$0")/check-iommu.sh" || status=1
 
 # run_one ALLOCATOR INDEX TEST: one binary and its checks, as two results.
 run_one() {
