@@ -5,9 +5,10 @@
 # or hangs: each run is exactly `scripts/test.sh --stages vfio` for one mode
 # (no build, no style check), its guest log and output kept apart.
 #
-# usage: scripts/repeat-vfio.sh [--mode legacy|scalable|both] [--count N]
+# usage: scripts/repeat-vfio.sh [--mode legacy|scalable|amd|both] [--count N]
 #
-# --mode   the VT-d mode of each boot; "both" alternates them (default)
+# --mode   the IOMMU mode of each boot; "both" alternates the two VT-d modes
+#          (default)
 # --count  boots in all (default 20)
 #
 # Prints one line per boot (mode, seconds, passed/FAILED/HUNG) and the counts;
@@ -19,13 +20,13 @@ mode=both
 count=20
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--mode) mode=${2:?--mode needs legacy, scalable or both}; shift 2 ;;
+	--mode) mode=${2:?--mode needs legacy, scalable, amd or both}; shift 2 ;;
 	--count) count=${2:?--count needs a number}; shift 2 ;;
-	-h | --help) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "repeat-vfio.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
-case "$mode" in legacy | scalable | both) ;; *) die "repeat-vfio.sh: --mode is legacy, scalable or both, not '$mode'" ;; esac
+case "$mode" in legacy | scalable | amd | both) ;; *) die "repeat-vfio.sh: --mode is legacy, scalable, amd or both, not '$mode'" ;; esac
 case "$count" in '' | *[!0-9]* | 0) die "repeat-vfio.sh: --count takes a number >= 1, not '$count'" ;; esac
 need_root
 
