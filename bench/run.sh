@@ -7,7 +7,8 @@
 # ratios (SVG) and the profiles go to bench/results/<UTC timestamp>/<clock>/
 # (bench/report.py); the tables are printed at the end.
 #
-# usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--only LIST] [--skip-build]
+# usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--mode MODE] [--only LIST]
+#                     [--skip-build]
 #
 # --runs N       runs per workload and allocator (default 5, at least 2)
 # --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time
@@ -20,6 +21,10 @@
 # --only LIST    only these workloads (comma-separated names, e.g.
 #                k_alloc_burst,k_growth), and no profiles: for a quick look;
 #                the results of a full run are what RESULTS.md quotes
+# --mode MODE    the IOMMU (qemu/run-guest.sh --mode): legacy (VT-d second-stage
+#                tables, vtdss format; the default), scalable (first-stage, x86_64)
+#                or amd (AMD-Vi v1 tables, amdv1); the results go to
+#                bench/results/<timestamp>/<clock>-<mode>/ for a mode other than legacy
 
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -27,19 +32,22 @@ runs=5
 clock=both
 skip_build=0
 only=all
+mode=legacy
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=${2:?--runs needs a number}; shift 2 ;;
 	--clock) clock=${2:?--clock needs wall, icount or both}; shift 2 ;;
 	--only) only=${2:?--only needs a list of workload names}; shift 2 ;;
+	--mode) mode=${2:?--mode needs legacy, scalable or amd}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
-	-h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench/run.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
 case "$runs" in '' | *[!0-9]*) die "bench/run.sh: --runs takes a whole number, not '$runs'" ;; esac
 [ "$runs" -ge 2 ] || die "bench/run.sh: --runs must be at least 2 for a spread"
 case "$clock" in wall | icount | both) ;; *) die "bench/run.sh: --clock is wall, icount or both, not '$clock'" ;; esac
+case "$mode" in legacy | scalable | amd) ;; *) die "bench/run.sh: --mode is legacy, scalable or amd, not '$mode'" ;; esac
 
 need_root
 [ "$skip_build" -eq 1 ] || "$REPO/scripts/build-all.sh"
@@ -70,9 +78,12 @@ for c in "${clocks[@]}"; do
 	log="$OUT/bench-$c.log"
 	report="$OUT/bench-$c.md"
 	results="$OUT/bench-$c.results"
-	opts=(--cpus 2)
-	[ "$c" = icount ] && opts=(--icount --cpus 1)
-	log "bench: $runs runs per allocator, $accel, clock $c (log: $log)"
+	opts=(--mode "$mode" --cpus 2)
+	[ "$c" = icount ] && opts=(--mode "$mode" --icount --cpus 1)
+	# The results' directory: the clock, and the mode unless it is the default.
+	sub=$c
+	[ "$mode" = legacy ] || sub=$c-$mode
+	log "bench: $runs runs per allocator, $accel, clock $c, $mode mode (log: $log)"
 	t0=$(now)
 	# 2 MiB huge pages for the huge-mapping workloads.
 	if ! "$REPO/qemu/run-guest.sh" "${opts[@]}" --log "$log" --timeout 5400 \
@@ -84,15 +95,15 @@ for c in "${clocks[@]}"; do
 		status=1
 		continue
 	fi
-	title="Rust pool vs C allocator: $accel, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
-	mkdir -p "$dest/$c" || die "cannot create $dest/$c"
-	cp "$results" "$dest/$c/results.txt"
-	cp "$OUT/bench-profiles-$c"/top-*.txt "$dest/$c/" 2>/dev/null
-	if python3 "$REPO/bench/report.py" --title "$title" --json "$dest/$c/results.json" \
-		--svg "$dest/$c/ratios.svg" "$results" >"$report"; then
+	title="Rust pool vs C allocator: $accel, $mode mode, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
+	mkdir -p "$dest/$sub" || die "cannot create $dest/$sub"
+	cp "$results" "$dest/$sub/results.txt"
+	cp "$OUT/bench-profiles-$c"/top-*.txt "$dest/$sub/" 2>/dev/null
+	if python3 "$REPO/bench/report.py" --title "$title" --json "$dest/$sub/results.json" \
+		--svg "$dest/$sub/ratios.svg" "$results" >"$report"; then
 		{
 			echo
-			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c\` ($(($(now) - t0)) s on this machine)."
+			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c --mode $mode$([ "$only" = all ] || echo " --only $only")\` ($(($(now) - t0)) s on this machine)."
 			echo
 			echo "Profiles of ten \`map sparse 4096\` (perf record -e cpu-clock -F 4000, self %, top symbols):"
 			for a in c rust; do
@@ -103,14 +114,16 @@ for c in "${clocks[@]}"; do
 				echo '```'
 			done
 		} >>"$report"
-		cp "$report" "$dest/$c/report.md"
+		cp "$report" "$dest/$sub/report.md"
 	else
 		warn "incomplete results in $log"
 		status=1
 	fi
 done
 for c in "${clocks[@]}"; do
-	[ -f "$dest/$c/report.md" ] && { echo; cat "$dest/$c/report.md"; }
+	sub=$c
+	[ "$mode" = legacy ] || sub=$c-$mode
+	[ -f "$dest/$sub/report.md" ] && { echo; cat "$dest/$sub/report.md"; }
 done
 log "results in $dest"
 exit $status
