@@ -85,6 +85,8 @@ for c in "${clocks[@]}"; do
 	[ "$mode" = legacy ] || sub=$c-$mode
 	log "bench: $runs runs per allocator, $accel, clock $c, $mode mode (log: $log)"
 	t0=$(now)
+	# Profiles of this boot only: a run with --only takes none.
+	rm -rf "$OUT/bench-profiles-$c"
 	# 2 MiB huge pages for the huge-mapping workloads.
 	if ! "$REPO/qemu/run-guest.sh" "${opts[@]}" --log "$log" --timeout 5400 \
 		--append "hugepagesz=2M hugepages=8" -- \
@@ -104,15 +106,17 @@ for c in "${clocks[@]}"; do
 		{
 			echo
 			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c --mode $mode$([ "$only" = all ] || echo " --only $only")\` ($(($(now) - t0)) s on this machine)."
-			echo
-			echo "Profiles of ten \`map sparse 4096\` (perf record -e cpu-clock -F 4000, self %, top symbols):"
-			for a in c rust; do
+			if [ "$only" = all ]; then
 				echo
-				echo "$a allocator:"
-				echo '```'
-				cat "$OUT/bench-profiles-$c/top-$a.txt" 2>/dev/null
-				echo '```'
-			done
+				echo "Profiles of ten \`map sparse 4096\` (perf record -e cpu-clock -F 4000, self %, top symbols):"
+				for a in c rust; do
+					echo
+					echo "$a allocator:"
+					echo '```'
+					cat "$OUT/bench-profiles-$c/top-$a.txt" 2>/dev/null
+					echo '```'
+				done
+			fi
 		} >>"$report"
 		cp "$report" "$dest/$sub/report.md"
 	else
