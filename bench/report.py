@@ -241,6 +241,20 @@ def main():
         print(f"| {w} | {fmt(med(c, 'p50_map_ns'))} | {fmt(med(r, 'p50_map_ns'))} | {r3(p50)} "
               f"| {fmt(med(c, 'p99_map_ns'))} | {fmt(med(r, 'p99_map_ns'))} | {r3(p99)} |")
 
+    # Two threads against one, each allocator: ns per map over every
+    # thread's maps, so 2.0 is twice the throughput.
+    scaling = {}
+    pair = ("k_concurrent_1", "k_concurrent_2")
+    if all((w, a) in data for w in pair for a in ("c", "rust")):
+        print("\nScaling (k_concurrent_1 and _2, medians of ns per map over all threads' maps;"
+              " scaling is the one-thread figure over the two-thread one, 2.000 is perfect):\n")
+        print("| allocator | 1 thread | 2 threads | scaling |")
+        print("|---|---|---|---|")
+        for a in ("c", "rust"):
+            m1, m2 = med(data[(pair[0], a)], "ns_per_map"), med(data[(pair[1], a)], "ns_per_map")
+            scaling[a] = m1 / m2 if m2 == m2 and m2 else float("nan")
+            print(f"| {a} | {fmt(m1)} | {fmt(m2)} | {r3(scaling[a])} |")
+
     print("\nMemory (medians): tables held at the end of the workload (NR_IOMMU_PAGES"
           " minus before), and the pool's spare pages after it:\n")
     print("| workload | tables C | tables Rust | table_pages (in-kernel peak) C / Rust | pool clean | pool dirty |")
@@ -260,7 +274,7 @@ def main():
         with open(args.json, "w") as f:
             doc = {"title": args.title, "environment": list(dict.fromkeys(comments)),
                    "ratio": "Rust/C of the medians; below 1 the pool is faster",
-                   "workloads": no_nan(rows), "raw": lines}
+                   "workloads": no_nan(rows), "scaling": no_nan(scaling), "raw": lines}
             json.dump(doc, f, indent=1, allow_nan=False)
             f.write("\n")
     if args.svg:

@@ -28,12 +28,22 @@
  *	entry and frees the tables it emptied; the next round allocates them
  *	again. Reported per table: what a table costs when it is reused after
  *	the page-table code emptied it.
+ *   concurrent THREADS COUNT ROUNDS
+ *	THREADS kernel threads, each bound to its own online CPU and each with
+ *	a paging domain of its own, started together: ROUNDS times the sparse
+ *	map of COUNT pages and its unmap, as churn does. Reported: the time
+ *	from the start until the last thread ended, and per map the time that
+ *	makes over every thread's maps (the inverse of the throughput), so
+ *	that one and two threads compare as scaling.
  *
  * The benchmark device is the first PCI device matching the vendor and
  * device module parameters (default: the 82576 igb that QEMU emulates).
  */
 #include <linux/debugfs.h>
+#include <linux/completion.h>
+#include <linux/cpumask.h>
 #include <linux/iommu.h>
+#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -57,6 +67,7 @@ MODULE_PARM_DESC(device, "PCI device ID of the device whose IOMMU is used");
 #define MAX_ROUNDS 10000
 #define IOVA_BASE SZ_4G
 #define RESULT_SIZE 1024
+#define MAX_THREADS 64
 
 static DEFINE_MUTEX(bench_lock);
 static char result[RESULT_SIZE];
@@ -323,10 +334,125 @@ put_dev:
 	return ret;
 }
 
+struct concurrent_arg {
+	struct iommu_domain *domain;
+	struct completion *start;
+	struct completion done;
+	phys_addr_t paddr;
+	unsigned int count;
+	unsigned int rounds;
+	u64 ns;
+	int ret;
+};
+
+static int concurrent_thread(void *data)
+{
+	struct concurrent_arg *arg = data;
+	unsigned int r;
+	ktime_t t;
+
+	wait_for_completion(arg->start);
+	t = ktime_get();
+	for (r = 0; r < arg->rounds && !arg->ret; r++) {
+		arg->ret = map_all(arg->domain, SPARSE, arg->count, arg->paddr,
+				   NULL);
+		if (!arg->ret)
+			arg->ret = unmap_all(arg->domain, SPARSE, arg->count);
+	}
+	arg->ns = ktime_to_ns(ktime_sub(ktime_get(), t));
+	complete(&arg->done);
+	return 0;
+}
+
+static int bench_concurrent(unsigned int threads, unsigned int count,
+			    unsigned int rounds)
+{
+	DECLARE_COMPLETION_ONSTACK(start);
+	struct concurrent_arg *args;
+	unsigned int i, started = 0;
+	u64 elapsed_ns, slowest = 0;
+	struct task_struct *task;
+	struct pci_dev *pdev;
+	struct page *page;
+	long base;
+	ktime_t t;
+	int ret = 0;
+
+	if (!threads || threads > MAX_THREADS ||
+	    threads > num_online_cpus() || !count || count > MAX_COUNT ||
+	    !rounds || rounds > MAX_ROUNDS)
+		return -EINVAL;
+	pdev = pci_get_device(vendor, device, NULL);
+	if (!pdev)
+		return -ENODEV;
+	page = alloc_page(GFP_KERNEL);
+	args = kcalloc(threads, sizeof(*args), GFP_KERNEL);
+	if (!page || !args) {
+		ret = -ENOMEM;
+		goto free;
+	}
+
+	base = iommu_pages_now();
+	for (i = 0; i < threads; i++) {
+		args[i].domain = iommu_paging_domain_alloc(&pdev->dev);
+		if (IS_ERR(args[i].domain)) {
+			ret = PTR_ERR(args[i].domain);
+			args[i].domain = NULL;
+			goto free_domains;
+		}
+		args[i].start = &start;
+		init_completion(&args[i].done);
+		args[i].paddr = page_to_phys(page);
+		args[i].count = count;
+		args[i].rounds = rounds;
+	}
+	for (i = 0; i < threads; i++) {
+		task = kthread_create(concurrent_thread, &args[i],
+				      "iommu_pt_bench/%u", i);
+		if (IS_ERR(task)) {
+			ret = PTR_ERR(task);
+			break;
+		}
+		kthread_bind(task, cpumask_nth(i, cpu_online_mask));
+		wake_up_process(task);
+		started++;
+	}
+	/* Those started wait for this; they end on their own. */
+	t = ktime_get();
+	complete_all(&start);
+	for (i = 0; i < started; i++) {
+		wait_for_completion(&args[i].done);
+		slowest = max(slowest, args[i].ns);
+		ret = ret ?: args[i].ret;
+	}
+	elapsed_ns = ktime_to_ns(ktime_sub(ktime_get(), t));
+	if (!ret)
+		scnprintf(result, sizeof(result),
+			  "op concurrent\nthreads %u\ncount %u\nrounds %u\nelapsed_ns %llu\nslowest_thread_ns %llu\nns_per_map %llu\n",
+			  threads, count, rounds, elapsed_ns, slowest,
+			  div64_u64(elapsed_ns, (u64)threads * count * rounds));
+free_domains:
+	for (i = 0; i < threads; i++)
+		if (args[i].domain)
+			iommu_domain_free(args[i].domain);
+	if (!ret) {
+		size_t len = strlen(result);
+
+		scnprintf(result + len, sizeof(result) - len,
+			  "leaked_pages %ld\n", iommu_pages_now() - base);
+	}
+free:
+	kfree(args);
+	if (page)
+		__free_page(page);
+	pci_dev_put(pdev);
+	return ret;
+}
+
 static ssize_t run_write(struct file *file, const char __user *ubuf,
 			 size_t len, loff_t *ppos)
 {
-	unsigned int a, b;
+	unsigned int a, b, c;
 	char cmd[64], word[16];
 	int ret, i;
 
@@ -338,7 +464,9 @@ static ssize_t run_write(struct file *file, const char __user *ubuf,
 
 	mutex_lock(&bench_lock);
 	result[0] = '\0';
-	if (sscanf(cmd, "alloc %u %u", &a, &b) == 2) {
+	if (sscanf(cmd, "concurrent %u %u %u", &a, &b, &c) == 3) {
+		ret = bench_concurrent(a, b, c);
+	} else if (sscanf(cmd, "alloc %u %u", &a, &b) == 2) {
 		ret = bench_alloc(a, b);
 	} else if (sscanf(cmd, "emptied %u %u", &a, &b) == 2) {
 		ret = bench_emptied(a, b);
