@@ -156,6 +156,17 @@ served() {
 	echo "$? $pool_problems"
 }
 
+# pool_wait_clean: the stats file above holds 250 clean pages.
+stats "$work/stats" 1 1 0 0 0 0
+POOL_STATS=$work/stats pool_wait_clean 250 1
+expect "pool_wait_clean takes a pool holding the pages" 0 "$?"
+t=$(date +%s%N)
+POOL_STATS=$work/stats pool_wait_clean 251 1
+expect "pool_wait_clean fails for a pool holding one page too few" 1 "$?"
+expect "pool_wait_clean gives up after its seconds" 1 $((($(date +%s%N) - t) / 900000000))
+POOL_STATS=$work/missing pool_wait_clean 0 1
+expect "pool_wait_clean fails without a reading" 1 "$?"
+
 before=$(snapshot 100 90 10 5 3 0)
 expect "pool_snapshot reads the counters in order" "100 90 10 5 3 0" "$before"
 expect "pool_snapshot reads a negative outstanding" "1 1 0 -2 0 0" "$(snapshot 1 1 0 -2 0 0)"

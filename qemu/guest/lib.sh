@@ -140,6 +140,18 @@ pool_refuses_params() {
 	[ "$bad" -eq 0 ] && [ ! -e "$POOL_MODULE_DIR" ]
 }
 
+# pool_wait_clean PAGES SECONDS: waits, up to SECONDS, until the loaded pool
+# holds at least PAGES clean spare pages (its worker refills after a load, or
+# once requests pause); fails if it never did, or if there is no reading.
+pool_wait_clean() {
+	local i
+	for i in $(seq $(($2 * 4))); do
+		[ "$(pool_stat clean)" -ge "$1" ] 2>/dev/null && return 0
+		sleep 0.25
+	done
+	return 1
+}
+
 # pool_reloads KO COUNT: unloads and loads iommu_pt COUNT times (pool_unload,
 # pool_load), meant while domains with tables from the pool stay alive; stops
 # at the first unload or load that fails, saying which as a comment, and

@@ -400,10 +400,7 @@ filled=0
 free1=
 if pool_load "$ko" capacity=16384 high_watermark=16384 low_watermark=8192; then
 	# The worker fills the pool to its high watermark after the load.
-	for _ in $(seq 60); do
-		[ "$(pool_stat clean)" -ge 16384 ] 2>/dev/null && { filled=1; break; }
-		sleep 1
-	done
+	! pool_wait_clean 16384 60 || filled=1
 	free1=$(free_kib)
 	pool_unload
 fi

@@ -85,11 +85,9 @@ vfio=""
 [ -n "$vfio" ] && [ -c "$vfio" ]
 result $? pool_igb_bound_to_vfio_pci
 
-# The worker's refill after the re-runs: up to 30 s for MAPPINGS + 16 clean pages.
-for i in $(seq 60); do
-	[ "$(pool_stat clean)" -lt $((MAPPINGS + 16)) ] 2>/dev/null || break
-	sleep 0.5
-done
+# The worker's refill after the re-runs: up to 30 s for MAPPINGS + 16 clean
+# pages (the map below is checked whether it came or not).
+pool_wait_clean $((MAPPINGS + 16)) 30 || true
 echo "# clean spare pages before the map: $(pool_stat clean)"
 hits0=$(pool_stat hits) out0=$(pool_stat outstanding) iommu0=$(vmstat nr_iommu_pages)
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
