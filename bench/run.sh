@@ -100,7 +100,8 @@ for c in "${clocks[@]}"; do
 	title="Rust pool vs C allocator: $accel, $mode mode, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
 	mkdir -p "$dest/$sub" || die "cannot create $dest/$sub"
 	cp "$results" "$dest/$sub/results.txt"
-	cp "$OUT/bench-profiles-$c"/top-*.txt "$dest/$sub/" 2>/dev/null
+	# Profiles are taken only by a full run (not with --only).
+	[ "$only" != all ] || cp "$OUT/bench-profiles-$c"/top-*.txt "$dest/$sub/"
 	if python3 "$REPO/bench/report.py" --title "$title" --json "$dest/$sub/results.json" \
 		--svg "$dest/$sub/ratios.svg" "$results" >"$report"; then
 		{

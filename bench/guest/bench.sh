@@ -40,9 +40,10 @@ run_file=/sys/kernel/debug/iommu_pt_bench/run
 # unmaps whole leaf tables, 16 a round: they come back emptied by the unmap.
 # k_growth maps 131072 sparse pages, 128 times the pool's capacity, so the pool
 # runs dry early; freeing the domain then frees 131072 leaf tables.
-# k_concurrent_1 and _2: one and two threads, each on its own CPU and in its
-# own domain, churning 128 sparse pages 128 times at once (the pair is for
-# the scaling; _2 is left out on one vCPU, i.e. under --clock icount).
+# k_concurrent_1 and _2: one and two threads at once, each on its own CPU, 32
+# rounds each of a new domain, 128 sparse pages mapped into it (128 leaf
+# tables) and the domain freed (the pair is for the scaling; _2 is left out on
+# one vCPU, i.e. under --clock icount).
 WORKLOADS=(
 	"k_alloc_burst|k|alloc 128 128"
 	"k_alloc_1|k|alloc 8192 1"
@@ -55,8 +56,8 @@ WORKLOADS=(
 	"k_map_huge|k|map huge 4096"
 	"k_churn|k|churn 128 32"
 	"k_steady_emptied|k|emptied 16 32"
-	"k_concurrent_1|k|concurrent 1 128 128"
-	"k_concurrent_2|k|concurrent 2 128 128"
+	"k_concurrent_1|k|concurrent 1 128 32"
+	"k_concurrent_2|k|concurrent 2 128 32"
 	"u_iommufd_dense|u|iommufd dense 2048"
 	"u_iommufd_sparse|u|iommufd sparse 128"
 	"u_iommufd_huge|u|iommufd huge 512"

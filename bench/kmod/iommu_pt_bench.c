@@ -20,8 +20,10 @@
  *	Also reported: the median and 99th percentile of one map call, and the
  *	time freeing the domain takes per table it frees (teardown).
  *   churn COUNT ROUNDS
- *	ROUNDS times: the sparse map of COUNT pages, then unmapping all of it,
- *	which frees the leaf tables; the next round allocates them again.
+ *	ROUNDS times: the sparse map of COUNT pages, then unmapping all of it.
+ *	The leaf tables stay: generic_pt frees a table only when an unmap
+ *	covers every entry of it, so later rounds map into tables already there
+ *	(mapping and unmapping entries, not allocating tables).
  *   emptied TABLES ROUNDS
  *	ROUNDS times: one map of TABLES * 2 MiB in 4 KiB entries, which fills
  *	TABLES leaf tables, then one unmap of all of it, which clears every
@@ -29,12 +31,14 @@
  *	again. Reported per table: what a table costs when it is reused after
  *	the page-table code emptied it.
  *   concurrent THREADS COUNT ROUNDS
- *	THREADS kernel threads, each bound to its own online CPU and each with
- *	a paging domain of its own, started together: ROUNDS times the sparse
- *	map of COUNT pages and its unmap, as churn does. Reported: the time
- *	from the start until the last thread ended, and per map the time that
- *	makes over every thread's maps (the inverse of the throughput), so
- *	that one and two threads compare as scaling.
+ *	THREADS kernel threads, each bound to its own online CPU, started
+ *	together, each ROUNDS times: a new paging domain, the sparse map of
+ *	COUNT pages into it (a leaf table each), and the domain freed, which
+ *	frees its tables: every round allocates and frees COUNT + 2 tables
+ *	per thread. Reported: the time from the start until the last thread
+ *	ended, and per map the time that makes over every thread's maps (the
+ *	inverse of the throughput), so that one and two threads compare as
+ *	scaling.
  *
  * The benchmark device is the first PCI device matching the vendor and
  * device module parameters (default: the 82576 igb that QEMU emulates).
@@ -335,7 +339,7 @@ put_dev:
 }
 
 struct concurrent_arg {
-	struct iommu_domain *domain;
+	struct device *dev;
 	struct completion *start;
 	struct completion done;
 	phys_addr_t paddr;
@@ -354,10 +358,14 @@ static int concurrent_thread(void *data)
 	wait_for_completion(arg->start);
 	t = ktime_get();
 	for (r = 0; r < arg->rounds && !arg->ret; r++) {
-		arg->ret = map_all(arg->domain, SPARSE, arg->count, arg->paddr,
-				   NULL);
-		if (!arg->ret)
-			arg->ret = unmap_all(arg->domain, SPARSE, arg->count);
+		struct iommu_domain *domain = iommu_paging_domain_alloc(arg->dev);
+
+		if (IS_ERR(domain)) {
+			arg->ret = PTR_ERR(domain);
+			break;
+		}
+		arg->ret = map_all(domain, SPARSE, arg->count, arg->paddr, NULL);
+		iommu_domain_free(domain);
 	}
 	arg->ns = ktime_to_ns(ktime_sub(ktime_get(), t));
 	complete(&arg->done);
@@ -394,12 +402,7 @@ static int bench_concurrent(unsigned int threads, unsigned int count,
 
 	base = iommu_pages_now();
 	for (i = 0; i < threads; i++) {
-		args[i].domain = iommu_paging_domain_alloc(&pdev->dev);
-		if (IS_ERR(args[i].domain)) {
-			ret = PTR_ERR(args[i].domain);
-			args[i].domain = NULL;
-			goto free_domains;
-		}
+		args[i].dev = &pdev->dev;
 		args[i].start = &start;
 		init_completion(&args[i].done);
 		args[i].paddr = page_to_phys(page);
@@ -431,10 +434,6 @@ static int bench_concurrent(unsigned int threads, unsigned int count,
 			  "op concurrent\nthreads %u\ncount %u\nrounds %u\nelapsed_ns %llu\nslowest_thread_ns %llu\nns_per_map %llu\n",
 			  threads, count, rounds, elapsed_ns, slowest,
 			  div64_u64(elapsed_ns, (u64)threads * count * rounds));
-free_domains:
-	for (i = 0; i < threads; i++)
-		if (args[i].domain)
-			iommu_domain_free(args[i].domain);
 	if (!ret) {
 		size_t len = strlen(result);
 
