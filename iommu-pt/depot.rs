@@ -2,10 +2,10 @@
 
 //! The depot of one NUMA node: the spare pages of the node beyond the CPUs' caches.
 //!
-//! The caches take and give pages in batches under the depot's lock. Two counts kept next to
-//! the lock, written under it and read without it, let a cache see that the depot is empty or
-//! full without taking the lock: a free past capacity goes back to the page allocator without
-//! touching a shared lock.
+//! The caches take and give pages in batches under the depot's lock. Counts kept next to the
+//! lock, written under it and read without it, let a cache see that the depot is empty, has no
+//! clean page or is full without taking the lock: a free past capacity goes back to the page
+//! allocator without touching a shared lock.
 
 use crate::{
     cpu_cache::BATCH,
@@ -78,6 +78,8 @@ pub(crate) struct Depot {
     pages: SpinLockIrq<DepotPages>,
     /// `pages.clean.len() + pages.dirty.len()`, as of the last change.
     len_hint: Atomic<usize>,
+    /// `pages.clean.len()`, as of the last change.
+    clean_hint: Atomic<usize>,
     /// `pages.capacity`, 0 until the worker set the depot up.
     capacity_hint: Atomic<usize>,
     /// A request for this node found it not set up: the worker should.
@@ -144,6 +146,7 @@ impl core::ops::DerefMut for Locked<'_> {
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         self.depot.len_hint.store(self.guard.len(), Relaxed);
+        self.depot.clean_hint.store(self.guard.clean.len(), Relaxed);
     }
 }
 
@@ -158,6 +161,7 @@ impl Depot {
                 capacity: 0,
             }),
             len_hint: Atomic::new(0),
+            clean_hint: Atomic::new(0),
             capacity_hint: Atomic::new(0),
             wanted: Sign::new(),
             busy: Sign::new(),
@@ -202,6 +206,11 @@ impl Depot {
     /// Whether the depot had any page when last changed; read without the lock.
     pub(crate) fn may_have_pages(&self) -> bool {
         self.len_hint.load(Relaxed) != 0
+    }
+
+    /// Whether the depot had a clean page when last changed; read without the lock.
+    pub(crate) fn may_have_clean(&self) -> bool {
+        self.clean_hint.load(Relaxed) != 0
     }
 
     /// Whether the depot was full when last changed; read without the lock.

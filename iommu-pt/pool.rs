@@ -257,8 +257,14 @@ impl Pool {
         if !depot.may_have_pages() {
             return false;
         }
-        let low = self.limits.low();
         depot.busy.raise();
+        if !cache.dirty.is_empty() && !depot.may_have_clean() {
+            // Nothing clean to take, and dirty pages of its own: zeroing one of those costs what
+            // zeroing one of the depot's would, without the shared lock. Under sustained demand
+            // (every table coming back dirty) the lock was taken for nothing on every request.
+            return false;
+        }
+        let low = self.limits.low();
         let mut pages = depot.lock();
         let before = pages.clean.len();
         while cache.clean.len() < BATCH {
