@@ -255,6 +255,55 @@ mod pool_tests {
     }
 
     #[test]
+    fn dirty_demand_leaves_a_depot_without_clean_pages_alone() -> Result {
+        // Sustained demand with every table coming back dirty: a cache with dirty pages of its
+        // own zeroes one of those rather than lock a depot that has no clean page to give.
+        let pool = filled_pool(256, 4, 32, 0)?;
+        let mut freed = KVec::with_capacity(32 + 2 * CACHE_PAGES, GFP_KERNEL)?;
+        for page in drain(&pool, 1024)? {
+            freed.push(dirty(page)?, GFP_KERNEL)?;
+        }
+        assert_eq!(freed.len(), 32);
+        while freed.len() < 32 + CACHE_PAGES {
+            freed.push(ExclusivePage::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let (before, _) = pool.snapshot()?;
+        let mut taken = KVec::with_capacity(CACHE_PAGES + 1, GFP_KERNEL)?;
+        // All on one CPU. 96 dirty frees: its array fills at 64, spills a batch of 32 to the
+        // depot, and fills again. Then 65 requests: the array's own dirty pages first, with no
+        // look into the depot, which has no clean page; then one batch of the depot's.
+        let irqs_off = local_interrupt_disable();
+        for page in freed {
+            pool.free_dirty(page);
+        }
+        for _ in 0..=CACHE_PAGES {
+            let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
+                break;
+            };
+            if let Err(e) = taken.push_within_capacity(page) {
+                pool.free_zeroed(e.0);
+                break;
+            }
+        }
+        drop(irqs_off);
+        let (after, spare) = pool.snapshot()?;
+        assert_eq!(taken.len(), CACHE_PAGES + 1);
+        for page in &taken {
+            assert!(is_zero(page)?);
+        }
+        assert_eq!(after.cache_refills - before.cache_refills, 1);
+        assert_eq!(
+            after.zeroed_on_alloc - before.zeroed_on_alloc,
+            CACHE_PAGES as u64 + 1
+        );
+        assert_eq!((spare.dirty, spare.cpu_dirty), (0, BATCH - 1));
+        for page in taken {
+            pool.free_zeroed(page);
+        }
+        Ok(())
+    }
+
+    #[test]
     fn a_full_depot_refuses_pages() -> Result {
         let depot = KBox::pin_init(Depot::new(), GFP_KERNEL)?;
         // Not set up: no room at all.
