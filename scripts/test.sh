@@ -55,6 +55,11 @@
 #   IOMMU_PT_VFIO_DRIVER_MODES
 #                        the IOMMU modes of vfio_pci_driver_test (default:
 #                        all five; qemu/guest/vfio-tests.sh)
+#   IOMMU_PT_POOL_BYPASS 1 when the kernel makes the page allocator check
+#                        freed pages (KASAN, debug_pagealloc, init_on_free):
+#                        the KUnit boot's pool tests then require the pool
+#                        to keep no page and serve nothing (default 0: the
+#                        pool must not be bypassed)
 #
 # Also:
 #   IOMMU_PT_LANES       1 to boot the guests one after the other; by default
@@ -87,6 +92,8 @@ want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 slow=${IOMMU_PT_SLOW:-1}
 case "$slow" in '' | *[!0-9]* | 0*) die "IOMMU_PT_SLOW is a whole factor >= 1, not '$slow'" ;; esac
 ksft_scale=${IOMMU_PT_KSFT_TIMEOUT_SCALE:-1}
+pool_bypass=${IOMMU_PT_POOL_BYPASS:-0}
+case "$pool_bypass" in 0 | 1) ;; *) die "IOMMU_PT_POOL_BYPASS is 0 or 1, not '$pool_bypass'" ;; esac
 vfio_allocators=${IOMMU_PT_VFIO_ALLOCATORS:-c rust}
 vfio_driver_modes=${IOMMU_PT_VFIO_DRIVER_MODES:-}
 . "$REPO/qemu/guest/vfio-subset.sh"
@@ -176,7 +183,7 @@ KUNIT_SUITES=(
 job_kunit() {
 	log "stage kunit: KUnit boot (log: $OUT/kunit-boot.log)"
 	boot KUnit --log "$OUT/kunit-boot.log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
-		qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
+		env POOL_BYPASS="$pool_bypass" qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
 }
 # job_vfio MODE: one IOMMU mode's VFIO boot. One 1 GiB and a few 2 MiB huge
 # pages, reserved at boot while memory is not fragmented, so that the hugetlb

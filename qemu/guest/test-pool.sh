@@ -19,6 +19,10 @@
 #    alive; the domain is then torn down. Tables from earlier loads go back to
 #    the page allocator: nr_iommu_pages returns to its starting value, no
 #    warning is printed.
+# With POOL_BYPASS=1 (scripts/test.sh's IOMMU_PT_POOL_BYPASS: the debug kernel,
+# or a boot with init_on_free=1) the page allocator checks freed pages, and the
+# pool must keep none: every request is left to C, so 1 and 3 check that the
+# pool served nothing and holds nothing, and the rest that C's tables behave.
 # Prints KTAP.
 
 set -u
@@ -32,10 +36,14 @@ bin=$2
 # tables those runs returned, and fell back to C in 2 of 7 boots).
 MAPPINGS=200
 CHURN=20
-
+bypass=${POOL_BYPASS:-0}
+case "$bypass" in
+0 | 1) ;;
+*) echo "# POOL_BYPASS is 0 or 1, not '$bypass'" >&2; exit 1 ;;
+esac
 
 echo "KTAP version 1"
-echo "1..15"
+echo "1..16"
 
 # 1. Bad parameters.
 pool_refuses_params "$ko" "capacity=0" "capacity=-5" "capacity=4294967295" "capacity=1000000" \
@@ -47,8 +55,16 @@ result $? pool_refuses_bad_parameters
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 insmod "$ko" zero_check=1
 result $? pool_module_loads
-[ -r "$POOL_STATS" ] && grep -q '^clean [1-9]' "$POOL_STATS"
-result $? pool_prefilled
+echo "# bypass $(pool_stat bypass), expected $bypass"
+[ -r "$POOL_STATS" ] && [ "$(pool_stat bypass)" = "$bypass" ]
+result $? pool_bypass_as_the_page_allocator_requires
+if [ "$bypass" -eq 0 ]; then
+	[ -r "$POOL_STATS" ] && grep -q '^clean [1-9]' "$POOL_STATS"
+	result $? pool_prefilled
+else
+	[ "$(pool_stat clean)" = 0 ] && [ "$(pool_stat dirty)" = 0 ]
+	result $? pool_bypassed_keeps_no_page
+fi
 
 # generic_pt's six suites again, now with the pool as provider. They ran built
 # in at boot on the C allocator. Each re-run must start (the write succeeds)
@@ -56,7 +72,7 @@ result $? pool_prefilled
 # test in them failed. Their KTAP stays off the console, where it would land
 # inside this script's results with no header of its own; each suite's
 # debugfs results, a KTAP document of its own, are printed instead.
-hits0=$(pool_stat hits)
+hits0=$(pool_stat hits) allocs0=$(pool_stat allocs)
 reruns_bad=0
 console_level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
 quiet_console
@@ -73,10 +89,17 @@ for suite in "${GENERIC_PT_SUITES[@]}"; do
 	cat "$results"
 done
 dmesg -n "$console_level"
-hits1=$(pool_stat hits)
-echo "# generic_pt suites with the pool: hits $hits0 -> $hits1"
-[ "$reruns_bad" -eq 0 ] && [ -n "$hits0" ] && [ "$hits1" -gt "$hits0" ]
-result $? pool_serves_generic_pt_kunit
+hits1=$(pool_stat hits) allocs1=$(pool_stat allocs)
+echo "# generic_pt suites with the pool: hits $hits0 -> $hits1, requests $allocs0 -> $allocs1"
+if [ "$bypass" -eq 0 ]; then
+	[ "$reruns_bad" -eq 0 ] && integers "$hits0" "$hits1" && [ "$hits1" -gt "$hits0" ]
+	result $? pool_serves_generic_pt_kunit
+else
+	# Asked (the hook works) and left every request to C.
+	[ "$reruns_bad" -eq 0 ] && integers "$hits0" "$hits1" "$allocs0" "$allocs1" &&
+		[ "$allocs1" -gt "$allocs0" ] && [ "$hits1" -eq 0 ]
+	result $? pool_bypassed_for_generic_pt_kunit
+fi
 
 # 3. A real VT-d paging domain.
 igb=$(igb_bdf)
@@ -93,8 +116,14 @@ hits0=$(pool_stat hits) out0=$(pool_stat outstanding) iommu0=$(vmstat nr_iommu_p
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
 hits1=$(pool_stat hits) out1=$(pool_stat outstanding)
 echo "# $map_state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
-[ "$map_state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
-result $? pool_serves_domain_tables
+if [ "$bypass" -eq 0 ]; then
+	[ "$map_state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
+	result $? pool_serves_domain_tables
+else
+	[ "$map_state" = mapped ] && integers "$hits1" "$out0" "$out1" && [ "$hits1" -eq 0 ] &&
+		[ "$out1" -eq "$out0" ] && [ "$(pool_stat clean)" = 0 ] && [ "$(pool_stat dirty)" = 0 ]
+	result $? pool_bypassed_for_domain_tables
+fi
 map_next
 out2=$(pool_stat outstanding)
 echo "# $map_state: outstanding $out2"
@@ -115,8 +144,14 @@ shrunk0=$(pool_stat shrunk) clean0=$(pool_stat clean) dirty0=$(pool_stat dirty)
 echo 2 >/proc/sys/vm/drop_caches
 shrunk1=$(pool_stat shrunk) clean1=$(pool_stat clean) dirty1=$(pool_stat dirty)
 echo "# drop_caches: shrunk $shrunk0 -> $shrunk1, spare pages $((clean0 + dirty0)) -> $((clean1 + dirty1))"
-[ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
-result $? pool_shrinker_gives_spare_pages_back
+if [ "$bypass" -eq 0 ]; then
+	[ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
+	result $? pool_shrinker_gives_spare_pages_back
+else
+	# A bypassed pool has nothing to give back.
+	integers "$shrunk0" "$shrunk1" && [ "$shrunk1" -eq 0 ] && [ $((clean1 + dirty1)) -eq 0 ]
+	result $? pool_bypassed_has_nothing_to_shrink
+fi
 
 # Tables that the unmap emptied come back clean: 1024 pages back to back fill
 # two leaf tables of 512 entries.
@@ -125,8 +160,14 @@ printf '\n\n' | "$bin/iommufd-map" "$vfio" 1024 dense >/dev/null
 rc=$?
 z1=$(pool_stat frees_zeroed) zf1=$(pool_stat zero_check_failures) zo1=$(pool_stat zeroed_on_alloc)
 echo "# dense map of 1024 pages: exit $rc, tables freed all zero $z0 -> $z1, zero check failures $zf0 -> $zf1, zeroed on request $zo0 -> $zo1"
-[ "$rc" -eq 0 ] && [ -n "$z0" ] && [ -n "$zf0" ] && [ $((z1 - z0)) -ge 2 ] && [ "$zf1" -eq 0 ]
-result $? pool_takes_emptied_tables_back_clean
+if [ "$bypass" -eq 0 ]; then
+	[ "$rc" -eq 0 ] && [ -n "$z0" ] && [ -n "$zf0" ] && [ $((z1 - z0)) -ge 2 ] && [ "$zf1" -eq 0 ]
+	result $? pool_takes_emptied_tables_back_clean
+else
+	# The emptied tables were C's: they went back to the page allocator.
+	[ "$rc" -eq 0 ] && integers "$z0" "$z1" "$zf1" && [ "$z1" -eq 0 ] && [ "$zf1" -eq 0 ]
+	result $? pool_bypassed_takes_no_table_back
+fi
 
 # 4. Module churn with a live, mapped domain.
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
