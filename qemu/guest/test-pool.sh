@@ -21,8 +21,9 @@
 #    warning is printed.
 # With POOL_BYPASS=1 (scripts/test.sh's IOMMU_PT_POOL_BYPASS: the debug kernel,
 # or a boot with init_on_free=1) the page allocator checks freed pages, and the
-# pool must keep none: every request is left to C, so 1 and 3 check that the
-# pool served nothing and holds nothing, and the rest that C's tables behave.
+# pool must keep none: every request is left to C, so the checks of 2 to 4
+# require that it was asked and served, kept, shrank and took back nothing,
+# and the others that C's tables behave as before.
 # Prints KTAP.
 
 set -u
