@@ -55,22 +55,26 @@ mod pool_tests {
         Ok(pool)
     }
 
-    /// Takes pages until the pool has none left, at most `max`, all on one CPU.
-    fn drain(pool: &Pool, max: usize) -> Result<KVec<ZeroedPage>> {
-        let mut pages = KVec::with_capacity(max, GFP_KERNEL)?;
+    /// Takes pages until the pool has none left or `pages` holds `max`, all on one CPU.
+    /// Allocates nothing (`pages` must have room): callable with interrupts disabled.
+    fn drain_into(pool: &Pool, pages: &mut KVec<ZeroedPage>, max: usize) {
         let irqs_off = local_interrupt_disable();
         while pages.len() < max {
-            match pool.alloc(NumaNode::NO_NODE).0 {
-                Some(page) => {
-                    if let Err(e) = pages.push_within_capacity(page) {
-                        pool.free_zeroed(e.0);
-                        break;
-                    }
-                }
-                None => break,
+            let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
+                break;
+            };
+            if let Err(e) = pages.push_within_capacity(page) {
+                pool.free_zeroed(e.0);
+                break;
             }
         }
         drop(irqs_off);
+    }
+
+    /// Takes pages until the pool has none left, at most `max`, all on one CPU.
+    fn drain(pool: &Pool, max: usize) -> Result<KVec<ZeroedPage>> {
+        let mut pages = KVec::with_capacity(max, GFP_KERNEL)?;
+        drain_into(pool, &mut pages, max);
         Ok(pages)
     }
 
@@ -139,14 +143,14 @@ mod pool_tests {
         for page in pages {
             dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
         }
-        // On the CPU that drains them again below.
+        let mut again = KVec::with_capacity(1024, GFP_KERNEL)?;
+        // On the CPU that drains them again below; nothing may sleep meanwhile.
         let irqs_off = local_interrupt_disable();
         for page in dirty_pages {
             pool.free_dirty(page);
         }
-        let again = drain(&pool, 1024);
+        drain_into(&pool, &mut again, 1024);
         drop(irqs_off);
-        let again = again?;
         assert_eq!(again.len(), 32);
         for page in again.iter() {
             assert!(is_zero(page)?);
@@ -276,15 +280,7 @@ mod pool_tests {
         for page in freed {
             pool.free_dirty(page);
         }
-        for _ in 0..=CACHE_PAGES {
-            let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
-                break;
-            };
-            if let Err(e) = taken.push_within_capacity(page) {
-                pool.free_zeroed(e.0);
-                break;
-            }
-        }
+        drain_into(&pool, &mut taken, CACHE_PAGES + 1);
         drop(irqs_off);
         let (after, spare) = pool.snapshot()?;
         assert_eq!(taken.len(), CACHE_PAGES + 1);
