@@ -118,10 +118,8 @@ impl Drop for IommuPtModule {
     fn drop(&mut self) {
         // Unregistering waits until no callback runs; only then can the pool be emptied.
         drop(self.provider.take());
-        let outstanding = self
-            .pool
-            .snapshot()
-            .map_or(0, |(counters, _)| counters.outstanding);
+        let (counters, _) = self.pool.snapshot();
+        let outstanding = counters.outstanding;
         pr_info!("unloaded; {outstanding} table pages stay in live domains and go back to C\n");
     }
 }

@@ -26,6 +26,7 @@ use crate::{
     params::Limits,
     stats::{
         self,
+        CounterSum,
         Counters,
         SpareCounts,
         WorkerStats, //
@@ -42,7 +43,6 @@ use kernel::{
     },
     cpu::CpuId,
     iommu::pages::ZeroedPage,
-    new_spinlock_irq,
     page::ExclusivePage,
     percpu::PerCpu,
     prelude::*,
@@ -472,27 +472,34 @@ impl Pool {
 
     /// Sums the counters of all online CPUs and counts the spare pages. Must be called with
     /// interrupts enabled.
-    pub(crate) fn snapshot(&self) -> Result<(Counters, SpareCounts)> {
-        let sum = KBox::pin_init(
-            new_spinlock_irq!((Counters::default(), SpareCounts::default())),
-            GFP_KERNEL,
-        )?;
+    ///
+    /// Each CPU adds its own counters from an interrupt, all at once: atomic additions, no lock
+    /// (a `spinlock_t` there is an invalid wait context, a sleeping lock on PREEMPT_RT).
+    pub(crate) fn snapshot(&self) -> (Counters, SpareCounts) {
+        let sum = CounterSum::new();
+        let cpu_clean = Atomic::new(0usize);
+        let cpu_dirty = Atomic::new(0usize);
         self.caches.on_each_cpu(|_cpu, cache| {
-            let mut sum = sum.lock();
-            sum.0.add(&cache.counters);
-            sum.1.cpu_clean += cache.clean.len();
-            sum.1.cpu_dirty += cache.dirty.len();
+            sum.add(&cache.counters);
+            cpu_clean.add(cache.clean.len(), Relaxed);
+            cpu_dirty.add(cache.dirty.len(), Relaxed);
         });
-        let (counters, mut spare) = *sum.lock();
+        // `on_each_cpu()` returns after every CPU's call completed (an acquire on each): the
+        // additions are visible to relaxed loads.
+        let mut spare = SpareCounts {
+            cpu_clean: cpu_clean.load(Relaxed),
+            cpu_dirty: cpu_dirty.load(Relaxed),
+            ..SpareCounts::default()
+        };
         for (_, depot) in self.depots() {
             depot.count(&mut spare);
         }
-        Ok((counters, spare))
+        (sum.load(), spare)
     }
 
     /// Writes the statistics file.
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (counters, spare) = self.snapshot().map_err(|_| fmt::Error)?;
+        let (counters, spare) = self.snapshot();
         stats::show(&counters, &self.worker_stats, &spare, f)?;
         writeln!(f, "bypass {}", u8::from(self.bypass))
     }
@@ -503,21 +510,27 @@ impl Pool {
     /// Tests compare them with the table frames an IOMMU domain uses, to show that its tables
     /// came from the pool.
     pub(crate) fn show_spare(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A slot for every page of every CPU's full cache. Each CPU claims a range of them and
+        // writes its pages' frame numbers there, from an interrupt: no lock, as in `snapshot()`.
         let room = kernel::cpu::nr_cpu_ids() as usize * 2 * crate::cpu_cache::CACHE_PAGES;
-        let pfns = KVec::with_capacity(room, GFP_KERNEL).map_err(|_| fmt::Error)?;
-        let pfns = KBox::pin_init(new_spinlock_irq!(pfns), GFP_KERNEL).map_err(|_| fmt::Error)?;
+        let mut slots = KVec::with_capacity(room, GFP_KERNEL).map_err(|_| fmt::Error)?;
+        while slots.push_within_capacity(Atomic::new(0usize)).is_ok() {}
+        let claimed = Atomic::new(0usize);
         self.caches.on_each_cpu(|_cpu, cache| {
-            let mut pfns = pfns.lock();
-            // Room for every CPU's full cache was made above.
-            for page in &cache.clean {
-                let _ = pfns.push_within_capacity(page.pfn());
+            let start = claimed.fetch_add(cache.clean.len() + cache.dirty.len(), Relaxed);
+            let mut slots = slots.iter().skip(start);
+            let clean = cache.clean.iter().map(|page| page.pfn());
+            let dirty = cache.dirty.iter().map(|page| page.pfn());
+            // The pages first: `zip()` takes a slot only for a page it has.
+            for (pfn, slot) in clean.zip(slots.by_ref()) {
+                slot.store(pfn, Relaxed);
             }
-            for page in &cache.dirty {
-                let _ = pfns.push_within_capacity(page.pfn());
+            for (pfn, slot) in dirty.zip(slots) {
+                slot.store(pfn, Relaxed);
             }
         });
-        for pfn in pfns.lock().iter() {
-            writeln!(f, "{pfn:#x}")?;
+        for slot in slots.iter().take(claimed.load(Relaxed)) {
+            writeln!(f, "{:#x}", slot.load(Relaxed))?;
         }
         for (_, depot) in self.depots() {
             let pages = depot.lock();

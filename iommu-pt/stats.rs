@@ -3,7 +3,8 @@
 //! Counters of the pool, shown in debugfs as `iommu_pt/stats`.
 //!
 //! The allocation and free paths count in [`Counters`], one per CPU, with plain additions: no
-//! atomic instruction and no cache line shared between CPUs. A reader sums them over the CPUs.
+//! atomic instruction and no cache line shared between CPUs. A reader sums them over the CPUs,
+//! into a [`CounterSum`].
 //! The worker and the shrinker, which run seldom, count in [`WorkerStats`].
 
 use core::fmt;
@@ -21,14 +22,36 @@ macro_rules! counters {
         }
 
         impl Counters {
-            /// Adds `other`'s counts to these.
-            pub(crate) fn add(&mut self, other: &Counters) {
-                $(self.$name = self.$name.wrapping_add(other.$name);)*
-            }
-
             fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 $(writeln!(f, concat!(stringify!($name), " {}"), self.$name)?;)*
                 Ok(())
+            }
+        }
+
+        /// A sum of [`Counters`] that several CPUs add to at once, each from an interrupt
+        /// ([`kernel::percpu::PerCpu::on_each_cpu`]): atomic additions, no lock, which would
+        /// be a sleeping one on PREEMPT_RT.
+        pub(crate) struct CounterSum {
+            $($name: Atomic<$ty>,)*
+        }
+
+        impl CounterSum {
+            pub(crate) fn new() -> Self {
+                Self {
+                    $($name: Atomic::new(0),)*
+                }
+            }
+
+            /// Adds `counters` to the sum.
+            pub(crate) fn add(&self, counters: &Counters) {
+                $(self.$name.add(counters.$name, Relaxed);)*
+            }
+
+            /// The sum, once every addition is ordered before this call.
+            pub(crate) fn load(&self) -> Counters {
+                Counters {
+                    $($name: self.$name.load(Relaxed),)*
+                }
             }
         }
     };

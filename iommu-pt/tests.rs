@@ -114,7 +114,7 @@ mod pool_tests {
     #[test]
     fn fill_reaches_the_high_watermark() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
-        let (_, spare) = pool.snapshot()?;
+        let (_, spare) = pool.snapshot();
         assert_eq!(spare.clean, 32);
         assert_eq!(pool.worker_stats.refills.load(Relaxed), 32);
         Ok(())
@@ -126,7 +126,7 @@ mod pool_tests {
         let page = pool.alloc(NumaNode::NO_NODE).0.ok_or(ENOMEM)?;
         assert!(is_zero(&page)?);
         pool.free_dirty(page.into_inner());
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.allocs, 1);
         assert_eq!(counters.hits, 1);
         assert_eq!(counters.frees, 1);
@@ -155,7 +155,7 @@ mod pool_tests {
         for page in again.iter() {
             assert!(is_zero(page)?);
         }
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.zeroed_on_alloc, 32);
         Ok(())
     }
@@ -178,11 +178,11 @@ mod pool_tests {
             pool.free_dirty(page);
         }
         drop(irqs_off);
-        let (_, spare) = pool.snapshot()?;
+        let (_, spare) = pool.snapshot();
         assert_eq!(spare.dirty, BATCH);
         refill::refill_now(&pool);
         assert_eq!(pool.worker_stats.zeroed.load(Relaxed), BATCH as u64);
-        let (_, spare) = pool.snapshot()?;
+        let (_, spare) = pool.snapshot();
         assert_eq!(spare.dirty, 0);
         assert_eq!(spare.clean, 32);
         // Everything in the depot is clean now: take it, through a cache that holds no clean page.
@@ -200,7 +200,7 @@ mod pool_tests {
         drop(irqs_off);
         assert_eq!(taken, 32);
         assert!(zero);
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.zeroed_on_alloc, 0);
         Ok(())
     }
@@ -218,7 +218,7 @@ mod pool_tests {
         let again = again.ok_or(ENOMEM)?;
         assert_eq!(again.pfn(), pfn);
         assert!(is_zero(&again)?);
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.frees_zeroed, 1);
         assert_eq!(counters.zeroed_on_alloc, 0);
         assert_eq!(pool.worker_stats.zeroed.load(Relaxed), 0);
@@ -250,7 +250,7 @@ mod pool_tests {
             pool.free_zeroed(page);
         }
         drop(irqs_off);
-        let (counters, spare) = pool.snapshot()?;
+        let (counters, spare) = pool.snapshot();
         assert_eq!(counters.cache_spills, 1);
         assert_eq!(counters.frees_over_capacity, 0);
         assert_eq!(spare.clean, 32 + BATCH);
@@ -271,7 +271,7 @@ mod pool_tests {
         while freed.len() < 32 + CACHE_PAGES {
             freed.push(ExclusivePage::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        let (before, _) = pool.snapshot()?;
+        let (before, _) = pool.snapshot();
         let mut taken = KVec::with_capacity(CACHE_PAGES + 1, GFP_KERNEL)?;
         // All on one CPU. 96 dirty frees: its array fills at 64, spills a batch of 32 to the
         // depot, and fills again. Then 65 requests: the array's own dirty pages first, with no
@@ -282,7 +282,7 @@ mod pool_tests {
         }
         drain_into(&pool, &mut taken, CACHE_PAGES + 1);
         drop(irqs_off);
-        let (after, spare) = pool.snapshot()?;
+        let (after, spare) = pool.snapshot();
         assert_eq!(taken.len(), CACHE_PAGES + 1);
         for page in &taken {
             assert!(is_zero(page)?);
@@ -333,7 +333,7 @@ mod pool_tests {
         for page in pages {
             pool.free_dirty(page);
         }
-        let (counters, spare) = pool.snapshot()?;
+        let (counters, spare) = pool.snapshot();
         assert!(spare.clean + spare.dirty <= 64);
         assert!(counters.frees_over_capacity > 0);
         Ok(())
@@ -379,7 +379,7 @@ mod pool_tests {
         let pool = filled_pool(64, 4, 32, 0)?;
         assert!(refill::quiet(&pool));
         let pages = drain(&pool, 1024)?;
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.fallbacks, 1);
         assert_eq!(counters.allocs, counters.hits + counters.fallbacks);
         // The drain used the depot and fell back: not quiet, the worker would wait.
@@ -432,7 +432,7 @@ mod pool_tests {
         let page = pool.alloc(NumaNode::NO_NODE).0;
         drop(guard);
         assert!(page.is_some());
-        let (counters, _) = pool.snapshot()?;
+        let (counters, _) = pool.snapshot();
         assert_eq!(counters.frees, 1);
         Ok(())
     }
@@ -447,7 +447,7 @@ mod pool_tests {
         pool.free_dirty(page);
         let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
         pool.free_zeroed(page);
-        let (counters, spare) = pool.snapshot()?;
+        let (counters, spare) = pool.snapshot();
         assert_eq!(
             spare.clean + spare.dirty + spare.cpu_clean + spare.cpu_dirty,
             0
