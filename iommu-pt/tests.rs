@@ -41,6 +41,7 @@ mod pool_tests {
             PAGE_SIZE, //
         },
         prelude::*,
+        str::CString,
         sync::{
             atomic::Relaxed,
             Arc, //
@@ -202,6 +203,56 @@ mod pool_tests {
         assert!(zero);
         let (counters, _) = pool.snapshot();
         assert_eq!(counters.zeroed_on_alloc, 0);
+        Ok(())
+    }
+
+    /// The pool's `spare_pfns` file, as debugfs shows it.
+    struct SparePfns<'a>(&'a Pool);
+
+    impl core::fmt::Display for SparePfns<'_> {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            self.0.show_spare(f)
+        }
+    }
+
+    #[test]
+    fn spare_pfns_list_every_spare_page_once() -> Result {
+        let pool = filled_pool(1024, 4, 32, 0)?;
+        // A CPU's cache takes the depot's 32 clean pages; 8 are handed out.
+        let mut clean = drain(&pool, 8)?;
+        let mut freed = KVec::with_capacity(clean.len(), GFP_KERNEL)?;
+        for page in &clean {
+            freed.push(page.pfn(), GFP_KERNEL)?;
+        }
+        let mut dirty_pages = KVec::with_capacity(4, GFP_KERNEL)?;
+        while dirty_pages.len() < 4 {
+            dirty_pages.push(dirty(clean.pop().ok_or(ENOMEM)?)?, GFP_KERNEL)?;
+        }
+        // Back into a CPU's cache, clean and dirty ones, beside the clean pages it holds.
+        let irqs_off = local_interrupt_disable();
+        for page in dirty_pages {
+            pool.free_dirty(page);
+        }
+        for page in clean {
+            pool.free_zeroed(page);
+        }
+        drop(irqs_off);
+        let (_, spare) = pool.snapshot();
+        let total = spare.clean + spare.dirty + spare.cpu_clean + spare.cpu_dirty;
+        assert_eq!(total, 32);
+        assert_eq!(spare.cpu_dirty, 4);
+        let text = CString::try_from_fmt(format_args!("{}", SparePfns(&pool)))?;
+        let mut listed = KVec::with_capacity(total, GFP_KERNEL)?;
+        for line in text.to_str().map_err(|_| EINVAL)?.lines() {
+            let pfn = usize::from_str_radix(line.trim_start_matches("0x"), 16);
+            listed.push(pfn.map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        }
+        assert_eq!(listed.len(), total);
+        listed.sort_unstable();
+        assert!(listed.windows(2).all(|pair| pair[0] != pair[1]));
+        for pfn in &freed {
+            assert!(listed.binary_search(pfn).is_ok());
+        }
         Ok(())
     }
 
