@@ -37,7 +37,7 @@ def t95(df):
 def main_metric(w):
     if w.startswith("k_alloc"):
         return "ns_per_page"
-    if w.startswith("k_steady_emptied"):
+    if w == "k_steady_emptied":
         return "ns_per_table"
     return "ns_per_map"
 

@@ -36,10 +36,8 @@ run_file=/sys/kernel/debug/iommu_pt_bench/run
 # the userspace benchmark on the vfio-bound igb. k_alloc_burst takes 128 pages
 # at once from a settled pool (the burst a new mapping sees); k_alloc_1 and
 # k_alloc_128 cycle 8192 pages, twice the pool's capacity, so every page is
-# zeroed within the workload (the steady state). k_steady_emptied maps one
-# page into each of 128 leaf tables and unmaps all of it, 32 rounds: the tables
-# come back emptied by the unmap; k_steady_emptied_dense fills 16 leaf tables a
-# round.
+# zeroed within the workload (the steady state). k_steady_emptied maps and
+# unmaps whole leaf tables, 16 a round: they come back emptied by the unmap.
 # k_growth maps 131072 sparse pages, 128 times the pool's capacity, so the pool
 # runs dry early; freeing the domain then frees 131072 leaf tables.
 # k_concurrent_1 and _2: one and two threads at once, each on its own CPU, 32
@@ -57,8 +55,7 @@ WORKLOADS=(
 	"k_growth|k|map sparse 131072"
 	"k_map_huge|k|map huge 4096"
 	"k_churn|k|churn 128 32"
-	"k_steady_emptied|k|emptied sparse 128 32"
-	"k_steady_emptied_dense|k|emptied dense 16 32"
+	"k_steady_emptied|k|emptied 16 32"
 	"k_concurrent_1|k|concurrent 1 128 32"
 	"k_concurrent_2|k|concurrent 2 128 32"
 	"u_iommufd_dense|u|iommufd dense 2048"

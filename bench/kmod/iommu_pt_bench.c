@@ -24,13 +24,12 @@
  *	The leaf tables stay: generic_pt frees a table only when an unmap
  *	covers every entry of it, so later rounds map into tables already there
  *	(mapping and unmapping entries, not allocating tables).
- *   emptied dense|sparse TABLES ROUNDS
- *	ROUNDS times: TABLES leaf tables filled, then one unmap of all of
- *	them, which clears every entry and frees the tables it emptied; the
- *	next round allocates them again. Filled with one map of TABLES * 2 MiB
- *	in 4 KiB entries (dense: 512 entries a table), or with one 4 KiB map
- *	every 2 MiB (sparse: one entry a table). Reported per table: what a
- *	table costs when it is reused after the page-table code emptied it.
+ *   emptied TABLES ROUNDS
+ *	ROUNDS times: one map of TABLES * 2 MiB in 4 KiB entries, which fills
+ *	TABLES leaf tables, then one unmap of all of it, which clears every
+ *	entry and frees the tables it emptied; the next round allocates them
+ *	again. Reported per table: what a table costs when it is reused after
+ *	the page-table code emptied it.
  *   concurrent THREADS COUNT ROUNDS
  *	THREADS kernel threads, each bound to its own online CPU, started
  *	together, each ROUNDS times: a new paging domain, the sparse map of
@@ -285,29 +284,7 @@ put_dev:
 #define EMPTIED_OA (SZ_4G + SZ_4K)
 #define MAX_TABLES 512
 
-/* Fills TABLES leaf tables from IOVA_BASE: see "emptied" above. */
-static int fill_tables(struct iommu_domain *domain, enum pattern pattern,
-		       unsigned int tables)
-{
-	unsigned int i;
-	int ret;
-
-	if (pattern == DENSE)
-		return iommu_map(domain, IOVA_BASE, EMPTIED_OA,
-				 (size_t)tables * SZ_2M,
-				 IOMMU_READ | IOMMU_WRITE, GFP_KERNEL);
-	for (i = 0; i < tables; i++) {
-		ret = iommu_map(domain, IOVA_BASE + (size_t)i * SZ_2M,
-				EMPTIED_OA, SZ_4K, IOMMU_READ | IOMMU_WRITE,
-				GFP_KERNEL);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-static int bench_emptied(enum pattern pattern, unsigned int tables,
-			 unsigned int rounds)
+static int bench_emptied(unsigned int tables, unsigned int rounds)
 {
 	u64 map_ns = 0, unmap_ns = 0, ops;
 	size_t size = (size_t)tables * SZ_2M;
@@ -318,8 +295,7 @@ static int bench_emptied(enum pattern pattern, unsigned int tables,
 	ktime_t t;
 	int ret = 0;
 
-	if (pattern == HUGE || !tables || tables > MAX_TABLES || !rounds ||
-	    rounds > MAX_ROUNDS)
+	if (!tables || tables > MAX_TABLES || !rounds || rounds > MAX_ROUNDS)
 		return -EINVAL;
 	pdev = pci_get_device(vendor, device, NULL);
 	if (!pdev)
@@ -332,7 +308,8 @@ static int bench_emptied(enum pattern pattern, unsigned int tables,
 	}
 	for (r = 0; r < rounds; r++) {
 		t = ktime_get();
-		ret = fill_tables(domain, pattern, tables);
+		ret = iommu_map(domain, IOVA_BASE, EMPTIED_OA, size,
+				IOMMU_READ | IOMMU_WRITE, GFP_KERNEL);
 		map_ns += ktime_to_ns(ktime_sub(ktime_get(), t));
 		peak = max(peak, iommu_pages_now());
 		if (ret)
@@ -351,8 +328,8 @@ static int bench_emptied(enum pattern pattern, unsigned int tables,
 
 	ops = (u64)tables * rounds;
 	scnprintf(result, sizeof(result),
-		  "op emptied\npattern %s\ntables %u\nrounds %u\nmap_ns %llu\nunmap_ns %llu\nns_per_table %llu\nns_per_map %llu\nns_per_unmap %llu\ntable_pages %ld\nleaked_pages %ld\n",
-		  pattern_names[pattern], tables, rounds, map_ns, unmap_ns,
+		  "op emptied\ntables %u\nrounds %u\nmap_ns %llu\nunmap_ns %llu\nns_per_table %llu\nns_per_map %llu\nns_per_unmap %llu\ntable_pages %ld\nleaked_pages %ld\n",
+		  tables, rounds, map_ns, unmap_ns,
 		  div64_u64(map_ns + unmap_ns, ops), div64_u64(map_ns, ops),
 		  div64_u64(unmap_ns, ops), peak - base,
 		  iommu_pages_now() - base);
@@ -490,11 +467,8 @@ static ssize_t run_write(struct file *file, const char __user *ubuf,
 		ret = bench_concurrent(a, b, c);
 	} else if (sscanf(cmd, "alloc %u %u", &a, &b) == 2) {
 		ret = bench_alloc(a, b);
-	} else if (sscanf(cmd, "emptied %15s %u %u", word, &a, &b) == 3) {
-		ret = -EINVAL;
-		for (i = 0; i < ARRAY_SIZE(pattern_names); i++)
-			if (!strcmp(word, pattern_names[i]))
-				ret = bench_emptied(i, a, b);
+	} else if (sscanf(cmd, "emptied %u %u", &a, &b) == 2) {
+		ret = bench_emptied(a, b);
 	} else if (sscanf(cmd, "churn %u %u", &a, &b) == 2) {
 		ret = bench_map(SPARSE, a, b);
 	} else if (sscanf(cmd, "map %15s %u", word, &a) == 2) {
