@@ -9,8 +9,12 @@
 
 need_root
 "$REPO/scripts/prepare-tree.sh"
-cd "$SRC"
-ours=$(ls "$REPO"/patches/00[1-9][0-9]-*.patch | grep -vc '/000[0-9]-' || true)
+cd "$SRC" || die "cannot enter $SRC"
+# Our patches: 0010 onwards (the glob leaves 0001-0009, the v21 series, out).
+ours=0
+for p in "$REPO"/patches/00[1-9][0-9]-*.patch; do
+	if [ -e "$p" ]; then ours=$((ours + 1)); fi
+done
 mapfile -t commits < <(git rev-list --reverse "HEAD~$ours..HEAD")
 status=0
 for c in "${commits[@]}"; do

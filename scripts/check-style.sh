@@ -4,8 +4,9 @@
 # Kernel style checks: rustfmt over the tree and the module, the module built
 # with CLIPPY=1 and no warning, and checkpatch --strict on our own patches
 # (0010 onwards; the seed series 0001-0009 stays as posted) and on the
-# benchmark's kernel module (bench/kmod); and the self-tests of the KTAP judge,
-# the guest library and the guest's table reader.
+# benchmark's kernel module (bench/kmod); shellcheck on the shell scripts; and
+# the self-tests of the KTAP judge, the guest library and the guest's table
+# reader.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -58,6 +59,19 @@ done
 for f in "$REPO"/bench/kmod/*.c; do
 	checkpatch "${f#"$REPO"/}" -f "$f"
 done
+# ShellCheck over every shell script of ours (settings in .shellcheckrc), in the
+# root, where setup-root.sh installs it.
+log "shellcheck: shell scripts"
+mapfile -t shell_scripts < <(git -C "$REPO" ls-files '*.sh' .ci/run ':!bench/results')
+if [ "${#shell_scripts[@]}" -lt 10 ]; then
+	warn "shellcheck: git ls-files found ${#shell_scripts[@]} shell scripts in $REPO, expected dozens"
+	status=1
+elif ! out=$(in_root sh -c 'cd "$1" && shift && exec shellcheck -x -S warning -f gcc "$@"' \
+	shellcheck "$REPO" "${shell_scripts[@]}" 2>&1); then
+	warn "shellcheck reports (or could not run):"
+	printf '%s\n' "$out" | sed 's/^/  | /' >&2
+	status=1
+fi
 # The KTAP judge's self-test, over the crafted logs in scripts/ktap-cases/.
 python3 "$REPO/scripts/test-ktap.py" || { warn "scripts/ktap.py failed its self-test"; status=1; }
 # The guest library's checks, fed what they must accept and what they must refuse.

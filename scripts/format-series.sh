@@ -22,7 +22,7 @@ out=$(mktemp -d)
 git -c user.name="iommu-pt developers" -c user.email=iommu-pt@localhost \
 	format-patch -q --cover-letter --base=base -o "$out" "$v21..HEAD" ||
 	die "git format-patch failed"
-n=$(ls "$out" | grep -vc '^0000-')
+n=$(find "$out" -mindepth 1 -maxdepth 1 ! -name '0000-*' | wc -l)
 # The new cover letter: its header down to the subject, the kept subject and
 # text, then git's shortlog onwards.
 subject=$(sed -n 's/^Subject: \[PATCH [0-9]*\/[0-9]*\] //p' "$cover" | head -n1)

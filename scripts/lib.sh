@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034 # sets variables for the scripts that source it
 # Common settings and helpers for the iommu-pt scripts. Source it, do not run it.
 #
 # Everything large lives in a cache outside the repository:

@@ -48,7 +48,7 @@ if [ ! -f "$SRC/.iommu-pt-base" ]; then
 	mkdir -p "$SRC.tmp"
 	tar -C "$SRC.tmp" --strip-components=1 -xf "$tarball"
 	mv "$SRC.tmp" "$SRC"
-	cd "$SRC"
+	cd "$SRC" || die "cannot enter $SRC"
 	"${GIT[@]}" init -q
 	"${GIT[@]}" add -A -f .
 	"${GIT[@]}" commit -q -m "base: Debian $spec"
@@ -58,9 +58,9 @@ if [ ! -f "$SRC/.iommu-pt-base" ]; then
 	echo ".iommu-pt-base" >>"$SRC/.git/info/exclude"
 	echo ".iommu-pt-patches" >>"$SRC/.git/info/exclude"
 fi
-cd "$SRC"
+cd "$SRC" || die "cannot enter $SRC"
 
-mapfile -t patches < <(ls "$REPO"/patches/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
+mapfile -t patches < <(printf '%s\n' "$REPO"/patches/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-')
 want=$(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)
 # The stamp holds the patches' hash and the commit they produced.
 have="" have_commit=""

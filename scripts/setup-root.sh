@@ -12,7 +12,7 @@ PACKAGES=(
 	rustc rust-src rustfmt rust-clippy bindgen
 	clang lld llvm libclang-dev
 	make gcc libc6-dev bc bison flex libelf-dev libssl-dev cpio kmod dwarves
-	python3 perl git xz-utils zstd rsync ca-certificates
+	python3 perl git xz-utils zstd rsync ca-certificates shellcheck
 	qemu-system-x86 virtme-ng linux-perf pciutils
 	uuid-dev libcap-dev busybox procps iproute2 util-linux mount kmod udev systemd-sysv
 )

@@ -221,7 +221,7 @@ job_reliability() {
 lanes=${IOMMU_PT_LANES:-$(($(nproc) >= 2 ? 2 : 1))}
 case "$lanes" in 1 | 2) ;; *) die "IOMMU_PT_LANES is 1 or 2, not '$lanes'" ;; esac
 # IOMMU_PT_VFIO_MODES: a subset of the modes, for development.
-vfio_modes=(${IOMMU_PT_VFIO_MODES:-legacy scalable amd})
+read -r -a vfio_modes <<<"${IOMMU_PT_VFIO_MODES:-legacy scalable amd}"
 seen=" "
 for m in "${vfio_modes[@]}"; do
 	case "$m" in
@@ -288,6 +288,7 @@ on_signal() {
 # takes its guests down with it.
 lane1_pid="" lane2_pid=""
 for sig in INT TERM HUP; do
+	# shellcheck disable=SC2064 # $sig is expanded now, on purpose
 	trap "on_signal $sig" "$sig"
 done
 if [ ${#lane2[@]} -gt 0 ]; then

@@ -87,9 +87,9 @@ echo >&3 "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/curr
 echo >&3 "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
 	awk -F, '{ printf "%s=%s ", $3, $1 }')"
 # Hardware counters where the guest has them (KVM with a PMU); TCG has none.
-EVENTS=task-clock
+EVENTS="task-clock"
 if perf stat -x, -e cycles,instructions true 2>&1 >/dev/null | grep -q '^[0-9]'; then
-	EVENTS=task-clock,cycles,instructions
+	EVENTS="task-clock,cycles,instructions"
 fi
 echo >&3 "# perf stat events used: $EVENTS"
 

@@ -25,7 +25,7 @@ if [ -e /sys/firmware/acpi/tables/IVRS ]; then
 	echo "1..5"
 	echo "# AMD-Vi (ACPI IVRS); IOMMUs: $(ls /sys/class/iommu/ | tr '\n' ' ')"
 	dmesg | grep 'AMD-Vi: ' | head -n 8 | sed 's/^/# /'
-	ls /sys/class/iommu/ | grep -q '^ivhd' && dmesg | grep -q 'AMD-Vi: Extended features ('
+	compgen -G '/sys/class/iommu/ivhd*' >/dev/null && dmesg | grep -q 'AMD-Vi: Extended features ('
 	result $? iommu_amdvi_enabled
 	if dmesg | grep -q 'AMD-Vi: Interrupt remapping enabled'; then
 		ir=0
@@ -41,7 +41,7 @@ if [ -e /sys/firmware/acpi/tables/IVRS ]; then
 	result $ir iommu_amdvi_irq_remapping
 else
 	echo "1..4"
-	ls /sys/class/iommu/ | grep -q '^dmar' && dmesg | grep -q 'DMAR: IOMMU enabled'
+	compgen -G '/sys/class/iommu/dmar*' >/dev/null && dmesg | grep -q 'DMAR: IOMMU enabled'
 	result $? iommu_dmar_enabled
 fi
 

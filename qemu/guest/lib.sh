@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034 # its functions set variables for their callers
 # Helpers the guest scripts share. Source it, do not run it.
 
 # The emulated 82576 NIC (QEMU's igb) that the VFIO tests use.

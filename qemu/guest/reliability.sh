@@ -41,6 +41,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 # The fail-nth scenarios check for ENOMEM: iommufd's own fault points, which
 # fail with other errors, stay out (lib.sh, fi_reset).
+# shellcheck disable=SC2034 # read by lib.sh's fault injection helpers
 FI_IOMMUFD=off
 ko=$1
 bin=$2

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034 # sets variables for the scripts that source it
 # Names that the host scripts and the guest scripts must agree on, written
 # once: sourced by scripts/test.sh and scripts/build-guest-tools.sh on the
 # host, and by qemu/guest/test-pool.sh and qemu/guest/vfio-tests.sh in the

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # The VFIO stage's subset values, checked the same way by scripts/test.sh (on
 # the host, before building) and qemu/guest/vfio-tests.sh (in the guest).
 # Source it, do not run it.

@@ -228,7 +228,8 @@ run_one() {
 	fi
 	errors=$(grep -c '^error ' "$samples")
 	[ "$errors" -eq 0 ] || problems="$problems; $errors samples of table-frames failed"
-	local detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}, $errors failed samples$(head -n 1 "$samples.err" 2>/dev/null | sed 's/^/: /'), $faults DMA faults at unmapped IOVAs"
+	local detail
+	detail="$(($(date +%s) - t0)) s, nr_iommu_pages $pages0 -> $pages1, $seen samples with a domain (stage ${stages:-none}), $frames table frames, idle domain top ${idle_top:-none}, $errors failed samples$(head -n 1 "$samples.err" 2>/dev/null | sed 's/^/: /'), $faults DMA faults at unmapped IOVAs"
 
 	if [ "$alloc" = c ]; then
 		[ ! -e /sys/module/iommu_pt ] || problems="$problems; iommu_pt is loaded"

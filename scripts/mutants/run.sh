@@ -73,6 +73,8 @@ for name in "${names[@]}"; do
 	# built incrementally into $BUILD, then undone and built again.
 	target=$scratch
 	[ "$(sed -n 's/^Tree: //p' "$patch")" != kernel ] || target=$SRC
+	# The "Env:" line: VAR=value words for the stage.
+	read -r -a mutant_env <<<"$(sed -n 's/^Env: //p' "$patch")"
 	# Recorded as applied before it is: an interrupt in between still undoes it.
 	if ! { patch -p1 -d "$target" --dry-run <"$patch" &&
 		{ [ "$target" != "$SRC" ] || kernel_mutated=$patch; } &&
@@ -86,7 +88,7 @@ for name in "${names[@]}"; do
 		! IOMMU_PT_GUEST_BIN=$dir/guest-bin "$scratch/scripts/build-guest-tools.sh" >"$dir/build-tools.log" 2>&1; then
 		# A mutant of a test program: built aside, and used by the stage below.
 		result=BROKEN
-	elif ! env $(sed -n 's/^Env: //p' "$patch") \
+	elif ! env "${mutant_env[@]}" \
 		IOMMU_PT_MODULE_OUT=$dir/module IOMMU_PT_OUT=$dir/out IOMMU_PT_GUEST_BIN=$guest_bin \
 		"$scratch/scripts/test.sh" --skip-build --skip-style --stages "$stage" >"$dir/test.log" 2>&1; then
 		# Caught only by a check that guards this defect: a stage that
