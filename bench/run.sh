@@ -11,7 +11,10 @@
 #                     [--skip-build]
 #
 # --runs N       runs per workload and allocator (default 5, at least 2)
-# --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time
+# --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time;
+#                each workload runs once unmeasured before each measured run, so
+#                that TCG has translated the code (iommu_pt is loaded anew for
+#                every run of the pool)
 # --clock icount single-threaded TCG with -icount shift=0 and one vCPU: guest
 #                time counts instructions, so ratios repeat from boot to boot
 #                (TCG only). One vCPU, because icount has one instruction
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--only) only=${2:?--only needs a list of workload names}; shift 2 ;;
 	--mode) mode=${2:?--mode needs legacy, scalable or amd}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
-	-h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "bench/run.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
@@ -92,7 +95,7 @@ for c in "${clocks[@]}"; do
 		--append "hugepagesz=2M hugepages=8" -- \
 		bench/guest/bench.sh "$runs" "$GUEST_MODULE" \
 		"$GUEST_WORK/bench-kmod/iommu_pt_bench.ko" "$GUEST_WORK/bench-bin" \
-		"$OUT/bench-profiles-$c" "$results" "$only"; then
+		"$OUT/bench-profiles-$c" "$results" "$only" "$([ "$c" = wall ] && echo 1 || echo 0)"; then
 		warn "the $c benchmark guest failed (see $log)"
 		status=1
 		continue

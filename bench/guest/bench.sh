@@ -6,10 +6,17 @@
 # run swaps the order (C first, then Rust first), so that drift over the boot
 # does not favour one side.
 #
-# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS [ONLY]
+# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS [ONLY [WARMUP]]
 #
 # ONLY: a comma-separated list of workload names to run, without the profiles;
 # "all" (the default) runs every workload and the profiles.
+# WARMUP: 1 runs each workload once, unmeasured, before each measured run of it
+# (then lets the pool's worker settle). For wall time under TCG: the first run
+# of code after it is loaded pays for its translation, and iommu_pt is loaded
+# again for every run of the pool while C's code stays translated (k_map_sparse's
+# teardown took 0.6-1.2 ms cold against 0.1 ms warm, and C's first one in the
+# boot 0.75 ms too; bench/RESULTS.md, session 15). Instruction counts do not
+# include translation: icount runs leave it at 0 (the default).
 #
 # Writes to RESULTS (not the console, where kernel messages could cut a line)
 # the environment as "# " lines and one line per workload and run:
@@ -29,6 +36,7 @@ bin=$4
 profiles=$5
 results=$6
 only=${7:-all}
+warmup=${8:-0}
 run_file=/sys/kernel/debug/iommu_pt_bench/run
 . "$(dirname "$0")/../../qemu/guest/lib.sh"
 
@@ -138,6 +146,19 @@ run_workload() {
 	echo "$name ($alloc, run $run) done"
 }
 
+# warm_up NAME KIND ARGS...: runs a workload once, unmeasured, so that its
+# code is translated (TCG) before the measured run, and lets the worker settle.
+warm_up() {
+	local name=$1 kind=$2
+	shift 2
+	if [ "$kind" = k ]; then
+		echo "$*" >$run_file || die "$name (warm-up): '$*' failed"
+	else
+		"$bin/vfio-map-bench" "$1" "$bdf" "${@:2}" >/dev/null || die "$name (warm-up): vfio-map-bench $* failed"
+	fi
+	sleep 1
+}
+
 # run_set RUN ALLOC: every workload on one allocator.
 run_set() {
 	local run=$1 alloc=$2 w name kind args
@@ -153,6 +174,10 @@ run_set() {
 		if [[ $args == concurrent\ * ]] && [ "$(echo "$args" | cut -d' ' -f2)" -gt "$(nproc)" ]; then
 			[ "$run" -ne 1 ] || [ "$alloc" != c ] || echo >&3 "# $name left out: $(nproc) CPU"
 			continue
+		fi
+		if [ "$warmup" = 1 ]; then
+			# shellcheck disable=SC2086
+			warm_up "$name" "$kind" $args
 		fi
 		# shellcheck disable=SC2086
 		run_workload "$run" "$alloc" "$name" "$kind" $args
