@@ -28,6 +28,17 @@ kmake() { in_root make -C "$SRC" O="$BUILD" LLVM=1 "$@"; }
 
 merged=$BUILD/iommu-pt.config
 
+# merge_fragments DIR FRAGMENT...: the kernel's merge_config.sh into DIR's
+# .config (later fragments override earlier ones, allnoconfig fills in the
+# rest); prints its output, which warns about every option whose requested
+# value did not survive dependency resolution.
+merge_fragments() {
+	local dir=$1
+	shift
+	in_root /bin/sh -c 'cd "$1" && shift && LLVM=1 exec scripts/kconfig/merge_config.sh "$@"' \
+		merge "$SRC" -n -O "$dir" "$@" 2>&1
+}
+
 # What EXPERT may change: itself, the helpers it is there for, and the flag
 # that shows the ZONE_DMA option (qemu/guest.config).
 EXPERT_CHANGES="EXPERT RUST_INLINE_HELPERS ARCH_HAS_ZONE_DMA_SET"
@@ -35,16 +46,16 @@ EXPERT_CHANGES="EXPERT RUST_INLINE_HELPERS ARCH_HAS_ZONE_DMA_SET"
 # check_expert_pins: qemu/guest.config turns EXPERT on and pins every option
 # that allnoconfig would then turn off to its value without EXPERT. The pins are
 # derived from the kernel's Kconfig, so derive them again: the same fragments
-# with EXPERT off must give $BUILD/.config but for $EXPERT_CHANGES.
+# with EXPERT off must give $BUILD/.config but for $EXPERT_CHANGES. (An option
+# that is not set and one that is not shown count the same.)
 check_expert_pins() {
 	local plain=$BUILD/without-expert out changed
 	mkdir -p "$plain"
 	printf '# CONFIG_EXPERT is not set\n# CONFIG_RUST_INLINE_HELPERS is not set\n' >"$plain/off.config"
-	out=$(in_root /bin/sh -c 'cd "$1" && shift && LLVM=1 exec scripts/kconfig/merge_config.sh "$@"' \
-		merge "$SRC" -n -O "$plain" "${fragments[@]}" "$plain/off.config" 2>&1) ||
+	out=$(merge_fragments "$plain" "${fragments[@]}" "$plain/off.config") ||
 		die "merge_config.sh without EXPERT failed: $out"
-	changed=$(diff <(config_lines "$BUILD/.config") <(config_lines "$plain/.config") |
-		sed -n -e 's/^[<>] \([A-Za-z0-9_]*\).*/\1/p' | sort -u |
+	changed=$(diff <(grep '^CONFIG_' "$BUILD/.config" | sort) <(grep '^CONFIG_' "$plain/.config" | sort) |
+		sed -n 's/^[<>] CONFIG_\([A-Za-z0-9_]*\)=.*/\1/p' | sort -u |
 		grep -v -x -F -f <(tr ' ' '\n' <<<"$EXPERT_CHANGES")) || true
 	[ -z "$changed" ] ||
 		die "EXPERT changes options other than $EXPERT_CHANGES:" \
@@ -52,22 +63,13 @@ check_expert_pins() {
 			"($plain/.config)"
 }
 
-# config_lines FILE: every option FILE sets, as NAME=VALUE without the CONFIG_
-# prefix. An option that is not set and one that is not shown are the same.
-config_lines() {
-	sed -n 's/^CONFIG_//p' "$1" | sort
-}
 cat "${fragments[@]}" >"$merged.new"
 if ! cmp -s "$merged.new" "$merged" || [ ! -f "$BUILD/.config" ]; then
 	log "configuring: allnoconfig + ${fragments[*]##*/}"
 	kmake -s rustavailable >/dev/null ||
 		die "the root's Rust toolchain cannot build this kernel (make rustavailable failed)"
-	# The kernel's merge_config.sh: later fragments override earlier ones,
-	# allnoconfig fills in the rest, and it warns about every option whose
-	# requested value did not survive dependency resolution. Those must not.
-	out=$(in_root /bin/sh -c 'cd "$1" && shift && LLVM=1 exec scripts/kconfig/merge_config.sh "$@"' \
-		merge "$SRC" -n -O "$BUILD" "${fragments[@]}" 2>&1) ||
-		die "merge_config.sh failed: $out"
+	# Every requested value must survive.
+	out=$(merge_fragments "$BUILD" "${fragments[@]}") || die "merge_config.sh failed: $out"
 	if grep -A2 -E '^WARNING: (Value requested for|CONFIG_[A-Za-z0-9_]+ differs)' <<<"$out" >&2; then
 		die "the kernel configuration lacks options the tests need (see above)"
 	fi

@@ -146,19 +146,6 @@ run_workload() {
 	echo "$name ($alloc, run $run) done"
 }
 
-# warm_up NAME KIND ARGS...: runs a workload once, unmeasured, so that its
-# code is translated (TCG) before the measured run, and lets the worker settle.
-warm_up() {
-	local name=$1 kind=$2
-	shift 2
-	if [ "$kind" = k ]; then
-		echo "$*" >$run_file || die "$name (warm-up): '$*' failed"
-	else
-		"$bin/vfio-map-bench" "$1" "$bdf" "${@:2}" >/dev/null || die "$name (warm-up): vfio-map-bench $* failed"
-	fi
-	sleep 1
-}
-
 # run_set RUN ALLOC: every workload on one allocator.
 run_set() {
 	local run=$1 alloc=$2 w name kind args
@@ -176,8 +163,9 @@ run_set() {
 			continue
 		fi
 		if [ "$warmup" = 1 ]; then
+			# The same run, its result line thrown away (fd 3 is RESULTS).
 			# shellcheck disable=SC2086
-			warm_up "$name" "$kind" $args
+			run_workload "$run" "$alloc" "$name (warm-up)" "$kind" $args 3>/dev/null
 		fi
 		# shellcheck disable=SC2086
 		run_workload "$run" "$alloc" "$name" "$kind" $args
