@@ -3,7 +3,8 @@
 //! The cache of spare pages of one CPU: the pool's fast path.
 //!
 //! Each CPU keeps a few clean and dirty pages of its memory node in two small arrays, used only
-//! on that CPU with local interrupts disabled (through [`kernel::percpu::PerCpu::with_local`]).
+//! on that CPU under its local lock (through [`kernel::percpu::PerCpu::with_local`]), or while
+//! it is offline, by the CPU hotplug callbacks (`crate::hotplug`).
 //! An allocation or a free that the arrays can serve touches nothing shared. The arrays take and
 //! give pages from and to the node's depot in batches of [`BATCH`], as SLUB's sheaves do with
 //! its barns.
@@ -31,6 +32,8 @@ pub(crate) const BATCH: usize = CACHE_PAGES / 2;
 /// Both vectors have room for [`CACHE_PAGES`] elements, so pushing within that bound never
 /// allocates. They hold pages of node `node` only: callers push no other.
 pub(crate) struct CpuCache {
+    /// The CPU's index, below `nr_cpu_ids`: its slot in [`crate::pool::Pool`]'s hints.
+    cpu: usize,
     node: usize,
     pub(crate) clean: KVec<ZeroedPage>,
     pub(crate) dirty: KVec<Owned<ExclusivePage>>,
@@ -44,6 +47,7 @@ impl CpuCache {
         let node = cpu.mem_node().id().unwrap_or(usize::MAX);
         // INVARIANT: Both vectors are empty, with room for `CACHE_PAGES` pages.
         Ok(Self {
+            cpu: cpu.as_u32() as usize,
             node,
             clean: KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?,
             dirty: KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?,
@@ -54,6 +58,33 @@ impl CpuCache {
     /// The node whose pages this cache holds.
     pub(crate) fn node(&self) -> usize {
         self.node
+    }
+
+    /// The index of the cache's CPU.
+    pub(crate) fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    /// The spare pages the cache holds.
+    pub(crate) fn len(&self) -> usize {
+        self.clean.len() + self.dirty.len()
+    }
+
+    /// Takes a spare page, a clean one first, as the shrinker gives them back.
+    pub(crate) fn take_spare(&mut self) -> Option<Owned<ExclusivePage>> {
+        self.clean
+            .pop()
+            .map(ZeroedPage::into_inner)
+            .or_else(|| self.dirty.pop())
+    }
+
+    /// Makes the cache one for the node of `cpu`'s memory, which may have become known since
+    /// the cache was made. Only an empty cache changes node: its pages must stay of its node.
+    pub(crate) fn set_node(&mut self, cpu: CpuId) {
+        if self.clean.is_empty() && self.dirty.is_empty() {
+            // INVARIANT: The cache holds no page.
+            self.node = cpu.mem_node().id().unwrap_or(usize::MAX);
+        }
     }
 
     /// Whether a request for `nid` is one for this cache's node.

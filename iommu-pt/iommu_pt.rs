@@ -24,6 +24,7 @@ use kernel::{
 
 mod cpu_cache;
 mod depot;
+mod hotplug;
 mod live;
 mod params;
 mod pool;

@@ -11,16 +11,22 @@
 //! - on its way back: C returns a table through the provider only once no IOMMU can walk it, as
 //!   a clean page if generic_pt cleared every entry, else as a dirty one.
 //!
-//! Requests and frees use the current CPU's cache with local interrupts disabled: no lock, no
-//! atomic instruction, no shared cache line. The cache takes from and gives to its node's depot
-//! in batches, under the depot's lock; a batch the depot has no room for goes back to the page
-//! allocator without the lock being taken. Nothing on these paths allocates or sleeps, and pages
-//! are freed to the page allocator only once interrupts are enabled again.
+//! Requests and frees use the current CPU's cache under its local lock: without PREEMPT_RT, with
+//! local interrupts disabled, no lock, no atomic instruction, no shared cache line; with
+//! PREEMPT_RT, a per-CPU `spinlock_t` with migration disabled, so that the depot's `spinlock_t`
+//! may be taken inside. The cache takes from and gives to its node's depot in batches, under the
+//! depot's lock; a batch the depot has no room for goes back to the page allocator without the
+//! lock being taken. Nothing on these paths allocates, and pages are freed to the page allocator
+//! only once the local lock is released.
+//!
+//! When a CPU goes offline, its cache's pages go to its node's depot and its counters to the
+//! pool's ([`Pool::cpu_dead`]), as the page allocator's `page_alloc_cpu_dead()` does.
 
 use crate::{
     cpu_cache::{
         CpuCache,
-        BATCH, //
+        BATCH,
+        CACHE_PAGES, //
     },
     depot::Depot,
     params::Limits,
@@ -34,22 +40,30 @@ use crate::{
 };
 use core::{
     fmt,
-    mem::MaybeUninit, //
+    mem::MaybeUninit,
+    ptr::NonNull, //
 };
 use kernel::{
     alloc::{
         flags::GFP_KERNEL,
         NumaNode, //
     },
+    bindings,
     cpu::CpuId,
+    cpuhp::{
+        OfflineCpu,
+        ReadGuard, //
+    },
     iommu::pages::ZeroedPage,
     page::ExclusivePage,
     percpu::PerCpu,
     prelude::*,
     sync::{
         atomic::{
+            Acquire,
             Atomic,
-            Relaxed, //
+            Relaxed,
+            Release, //
         },
         Arc,
     },
@@ -67,8 +81,27 @@ pub(crate) struct Pool {
     /// Indexed by node id, one for every id `NumaNode::new()` accepts.
     depots: KVec<Pin<KBox<Depot>>>,
     pub(crate) worker_stats: WorkerStats,
+    /// The counters of the CPUs that went offline.
+    retired: CounterSum,
+    /// What each CPU's cache holds, by CPU index, for the shrinker to count without reaching
+    /// the CPUs.
+    hints: KVec<CacheHint>,
+    /// Room for every page the CPUs' caches can hold, where the shrinker's drain puts the pages
+    /// it takes out of them from an interrupt (as raw `struct page` pointers); one drain at a
+    /// time, the one that set `draining`.
+    drain_slots: KVec<Atomic<usize>>,
+    draining: Atomic<bool>,
     /// The pool is being torn down: the worker stops waiting and returns.
     stopping: Atomic<bool>,
+}
+
+/// The spare pages of one CPU's cache and their node, as of the cache's last change: written
+/// (plain stores) only under the cache's local lock, read without it. On a cache line of its own,
+/// so that a CPU's stores do not bounce another's line.
+#[repr(align(64))]
+struct CacheHint {
+    pages: Atomic<usize>,
+    node: Atomic<usize>,
 }
 
 /// A spare page taken for a request.
@@ -139,7 +172,26 @@ impl Pool {
     /// and leaves everything to C, as it must while
     /// [`kernel::page::page_allocator_checks_freed_pages()`].
     pub(crate) fn new(limits: Limits, bypass: bool) -> Result<Arc<Self>> {
-        let caches = PerCpu::new(GFP_KERNEL, CpuCache::new)?;
+        let mut caches = PerCpu::new(GFP_KERNEL, CpuCache::new)?;
+        let nr_cpus = kernel::cpu::nr_cpu_ids() as usize;
+        let mut hints = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
+        while hints
+            .push_within_capacity(CacheHint {
+                pages: Atomic::new(0),
+                node: Atomic::new(usize::MAX),
+            })
+            .is_ok()
+        {}
+        caches.for_each_mut(|_cpu, cache| {
+            if let Some(hint) = hints.get(cache.cpu()) {
+                hint.node.store(cache.node(), Relaxed);
+            }
+        });
+        let mut drain_slots = KVec::with_capacity(nr_cpus * 2 * CACHE_PAGES, GFP_KERNEL)?;
+        while drain_slots
+            .push_within_capacity(Atomic::new(0usize))
+            .is_ok()
+        {}
         let mut depots = KVec::new();
         for id in 0.. {
             if NumaNode::new(id).is_err() {
@@ -153,6 +205,10 @@ impl Pool {
             caches,
             depots,
             worker_stats: WorkerStats::new(),
+            retired: CounterSum::new(),
+            hints,
+            drain_slots,
+            draining: Atomic::new(false),
             stopping: Atomic::new(false),
         };
         if let Some(home) = CpuId::current().mem_node().id() {
@@ -236,6 +292,7 @@ impl Pool {
             if spare.is_some() {
                 cache.counters.outstanding += 1;
             }
+            self.note_cached(cache);
             (spare, kick)
         });
         match taken {
@@ -360,7 +417,10 @@ impl Pool {
             };
             let page = if cache.holds(nid) {
                 match self.push_local(cache, page) {
-                    Ok(()) => return false,
+                    Ok(()) => {
+                        self.note_cached(cache);
+                        return false;
+                    }
                     Err(page) => {
                         // The array is full: a batch goes to the depot, or back to C.
                         kick = self.spill_cache(cache, &page, &mut spill);
@@ -375,6 +435,7 @@ impl Pool {
                 kick |= self.give_to_depot(nid, page, &mut spill);
             }
             cache.counters.frees_over_capacity += spill.len() as u64;
+            self.note_cached(cache);
             kick
         });
         // The spilled pages are freed when `spill` goes, with interrupts enabled again.
@@ -387,6 +448,67 @@ impl Pool {
                 false
             }
         }
+    }
+
+    /// Publishes how many spare pages `cache` holds, for the shrinker to count: a plain store to
+    /// the CPU's own cache line.
+    #[inline]
+    fn note_cached(&self, cache: &CpuCache) {
+        if let Some(hint) = self.hints.get(cache.cpu()) {
+            hint.pages.store(cache.len(), Relaxed);
+        }
+    }
+
+    /// The spare pages the caches of the CPUs of node `idx` hold, as of their last change.
+    pub(crate) fn cpu_cached(&self, idx: usize) -> usize {
+        self.hints
+            .iter()
+            .filter(|hint| hint.node.load(Relaxed) == idx)
+            .map(|hint| hint.pages.load(Relaxed))
+            .sum()
+    }
+
+    /// Gives the spare pages of the caches of the CPUs of node `idx` back to the page allocator,
+    /// as the shrinker does once the node's depot is empty; returns how many. May sleep.
+    ///
+    /// Each CPU moves its pages into slots it claims, as raw pages, from an interrupt (without
+    /// PREEMPT_RT), where neither the depot's lock nor the page allocator may be used; they are
+    /// freed here afterwards. Returns 0 at once if another drain is running.
+    pub(crate) fn drain_cpu_caches(&self, idx: usize) -> usize {
+        if self.cpu_cached(idx) == 0 || self.draining.cmpxchg(false, true, Acquire).is_err() {
+            return 0;
+        }
+        let claimed = Atomic::new(0usize);
+        self.caches.on_each_cpu(|_cpu, cache| {
+            if cache.node() != idx {
+                return;
+            }
+            let start = claimed.fetch_add(cache.len(), Relaxed);
+            for slot in self.drain_slots.iter().skip(start) {
+                let Some(page) = cache.take_spare() else {
+                    break;
+                };
+                slot.store(
+                    ExclusivePage::into_raw_page(page).as_ptr() as usize,
+                    Relaxed,
+                );
+            }
+            self.note_cached(cache);
+        });
+        // `on_each_cpu()` returns after every CPU's call completed: the stores are visible.
+        let mut freed = 0;
+        for slot in self.drain_slots.iter().take(claimed.load(Relaxed)) {
+            let Some(raw) = NonNull::new(slot.xchg(0, Relaxed) as *mut bindings::page) else {
+                continue;
+            };
+            // SAFETY: `raw` came from `into_raw_page()` above, which gave up a spare page of the
+            // pool: no CPU or device uses it, and its only reference was stored in this slot
+            // alone, taken out once by the `xchg()`.
+            drop(unsafe { ExclusivePage::from_raw_page(raw) });
+            freed += 1;
+        }
+        self.draining.store(false, Release);
+        freed
     }
 
     /// Puts `page` into `cache`, or gives it back if its array is full.
@@ -470,13 +592,17 @@ impl Pool {
         kick
     }
 
-    /// Sums the counters of all online CPUs and counts the spare pages. Must be called with
-    /// interrupts enabled.
+    /// Sums the counters of every CPU, offline ones included, and counts the spare pages. May
+    /// sleep.
     ///
-    /// Each CPU adds its own counters from an interrupt, all at once: atomic additions, no lock
-    /// (a `spinlock_t` there is an invalid wait context, a sleeping lock on PREEMPT_RT).
+    /// CPU hotplug is held off meanwhile, so that a CPU that went offline is seen either in its
+    /// cache or in what [`Pool::cpu_dead`] moved, never in neither or both. Without PREEMPT_RT,
+    /// each CPU adds its own counters from an interrupt, all at once: atomic additions, no lock
+    /// (a `spinlock_t` there is an invalid wait context).
     pub(crate) fn snapshot(&self) -> (Counters, SpareCounts) {
+        let _hotplug = ReadGuard::lock();
         let sum = CounterSum::new();
+        sum.add(&self.retired.load());
         let cpu_clean = Atomic::new(0usize);
         let cpu_dirty = Atomic::new(0usize);
         self.caches.on_each_cpu(|_cpu, cache| {
@@ -497,6 +623,67 @@ impl Pool {
         (sum.load(), spare)
     }
 
+    /// Takes back what `cpu`, gone offline, left in its cache: its pages into its node's depot,
+    /// those the depot has no room for to the page allocator, and its counters into the pool's.
+    /// Called from the CPU hotplug callback that runs after the CPU died.
+    pub(crate) fn cpu_dead(&self, cpu: &OfflineCpu<'_>) {
+        // Made before the cache is emptied: holds what the depot has no room for until it is
+        // freed below, after the locks. If it cannot be made, those pages are freed at once.
+        let mut rejected = KVec::with_capacity(2 * CACHE_PAGES, GFP_KERNEL).unwrap_or_default();
+        let mut moved = 0u64;
+        let mut freed = 0u64;
+        self.caches.with_offline(cpu, |cache| {
+            self.retired.add(&core::mem::take(&mut cache.counters));
+            if cache.len() == 0 {
+                return;
+            }
+            let mut pages = self
+                .depot(cache.node())
+                .filter(|depot| depot.is_set_up())
+                .map(Depot::lock);
+            let mut reject = |page: Owned<ExclusivePage>| {
+                freed += 1;
+                if let Err(e) = rejected.push_within_capacity(page) {
+                    drop(e.0);
+                }
+            };
+            while let Some(page) = cache.clean.pop() {
+                match pages.as_mut() {
+                    Some(pages) => match pages.push_clean(page) {
+                        Ok(()) => moved += 1,
+                        Err(page) => reject(page.into_inner()),
+                    },
+                    None => reject(page.into_inner()),
+                }
+            }
+            while let Some(page) = cache.dirty.pop() {
+                match pages.as_mut() {
+                    Some(pages) => match pages.push_dirty(page) {
+                        Ok(()) => moved += 1,
+                        Err(page) => reject(page),
+                    },
+                    None => reject(page),
+                }
+            }
+            drop(pages);
+            self.note_cached(cache);
+        });
+        drop(rejected);
+        self.worker_stats.cpu_dead_moved.add(moved, Relaxed);
+        self.worker_stats.cpu_dead_freed.add(freed, Relaxed);
+    }
+
+    /// Makes the cache of `cpu`, about to come up, one for its memory node. Called from the CPU
+    /// hotplug callback that runs before the CPU comes up.
+    pub(crate) fn cpu_prepare(&self, cpu: &OfflineCpu<'_>) {
+        self.caches.with_offline(cpu, |cache| {
+            cache.set_node(cpu.id());
+            if let Some(hint) = self.hints.get(cache.cpu()) {
+                hint.node.store(cache.node(), Relaxed);
+            }
+        });
+    }
+
     /// Writes the statistics file.
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (counters, spare) = self.snapshot();
@@ -512,10 +699,11 @@ impl Pool {
     pub(crate) fn show_spare(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // A slot for every page of every CPU's full cache. Each CPU claims a range of them and
         // writes its pages' frame numbers there, from an interrupt: no lock, as in `snapshot()`.
-        let room = kernel::cpu::nr_cpu_ids() as usize * 2 * crate::cpu_cache::CACHE_PAGES;
+        let room = kernel::cpu::nr_cpu_ids() as usize * 2 * CACHE_PAGES;
         let mut slots = KVec::with_capacity(room, GFP_KERNEL).map_err(|_| fmt::Error)?;
         while slots.push_within_capacity(Atomic::new(0usize)).is_ok() {}
         let claimed = Atomic::new(0usize);
+        let _hotplug = ReadGuard::lock();
         self.caches.on_each_cpu(|_cpu, cache| {
             let start = claimed.fetch_add(cache.clean.len() + cache.dirty.len(), Relaxed);
             let mut slots = slots.iter().skip(start);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The provider of generic_pt table pages, and its registration with the shrinker.
+//! The provider of generic_pt table pages, and its registration with the shrinker and CPU
+//! hotplug.
 
 use crate::{
+    hotplug::PoolHotplug,
     live::{
         self,
         Publication, //
@@ -15,6 +17,7 @@ use kernel::{
         Flags,
         NumaNode, //
     },
+    cpuhp,
     iommu::pages::{
         Registration,
         TablePageProvider,
@@ -63,17 +66,21 @@ impl TablePageProvider for IommuPt {
 /// The pool, serving generic_pt and the shrinker for as long as this lives.
 ///
 /// Dropping it unregisters the provider and the shrinker first, which waits for their running
-/// callbacks, and only then unpublishes the pool and stops its worker.
+/// callbacks, then the CPU hotplug callbacks, and only then unpublishes the pool and stops its
+/// worker.
 pub(crate) struct Provider {
     // Dropped in this order.
     _registration: Registration<IommuPt>,
     _shrinker: shrinker::Registration<PoolShrinker>,
+    _hotplug: cpuhp::Registration<PoolHotplug>,
     _publication: Publication,
 }
 
 impl Provider {
     /// Publishes `pool` and registers it as the provider of table pages and as a shrinker.
     pub(crate) fn start(pool: Arc<Pool>) -> Result<Self> {
+        // Before the pool serves: a CPU that goes offline from now on leaves nothing behind.
+        let hotplug = cpuhp::Registration::new(c"iommu_pt:dead", PoolHotplug(pool.clone()))?;
         let publication = Publication::new(pool)?;
         let shrinker = shrinker::Registration::new(c"iommu_pt", shrinker::NUMA_AWARE)?;
         let registration = Registration::new().inspect_err(|e| {
@@ -82,6 +89,7 @@ impl Provider {
         Ok(Self {
             _registration: registration,
             _shrinker: shrinker,
+            _hotplug: hotplug,
             _publication: publication,
         })
     }

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Gives the depots' spare pages back to the page allocator under memory pressure.
-//!
-//! The CPUs' caches are left alone: at most `2 * CACHE_PAGES` pages per CPU, and reaching them
-//! would take an interrupt on every CPU.
+//! Gives the spare pages back to the page allocator under memory pressure: a node's depot
+//! first, then, once it is empty, the caches of the node's CPUs, as the page allocator drains its
+//! per-CPU lists under pressure (`drain_all_pages()`).
 
 use crate::{
     cpu_cache::BATCH,
@@ -29,7 +28,7 @@ impl Shrinker for PoolShrinker {
             return 0;
         };
         let idx = sc.nid().id().unwrap_or(0);
-        live.pool.depot(idx).map_or(0, |depot| depot.len())
+        live.pool.depot(idx).map_or(0, |depot| depot.len()) + live.pool.cpu_cached(idx)
     }
 
     fn scan(sc: &mut ShrinkControl<'_>) -> Option<usize> {
@@ -54,8 +53,12 @@ impl Shrinker for PoolShrinker {
                 break;
             }
         }
+        if freed < sc.nr_to_scan() {
+            // The depot is empty: the CPUs' caches hold the node's last spare pages.
+            freed += live.pool.drain_cpu_caches(idx);
+        }
         live.pool.worker_stats.shrunk.add(freed as u64, Relaxed);
-        // Every spare page of the depot was looked at. With nothing freed, stop: reporting zero
+        // Every spare page of the depot and the caches was looked at. With nothing freed, stop: reporting zero
         // pages scanned instead would make reclaim call again forever.
         (freed > 0).then_some(freed)
     }

@@ -29,8 +29,9 @@ macro_rules! counters {
         }
 
         /// A sum of [`Counters`] that several CPUs add to at once, each from an interrupt
-        /// ([`kernel::percpu::PerCpu::on_each_cpu`]): atomic additions, no lock, which would
-        /// be a sleeping one on PREEMPT_RT.
+        /// ([`kernel::percpu::PerCpu::on_each_cpu`] without PREEMPT_RT): atomic additions, no
+        /// lock, which would be a sleeping one on PREEMPT_RT. Also the counters of the CPUs
+        /// that went offline.
         pub(crate) struct CounterSum {
             $($name: Atomic<$ty>,)*
         }
@@ -106,6 +107,11 @@ pub(crate) struct WorkerStats {
     pub(crate) ns: Atomic<u64>,
     /// Spare pages given back to the page allocator under memory pressure.
     pub(crate) shrunk: Atomic<u64>,
+    /// Spare pages moved from the cache of a CPU that went offline into its node's depot.
+    pub(crate) cpu_dead_moved: Atomic<u64>,
+    /// Spare pages of the cache of a CPU that went offline that its node's depot had no room
+    /// for: freed to the page allocator.
+    pub(crate) cpu_dead_freed: Atomic<u64>,
 }
 
 impl WorkerStats {
@@ -119,6 +125,8 @@ impl WorkerStats {
             runs: Atomic::new(0),
             ns: Atomic::new(0),
             shrunk: Atomic::new(0),
+            cpu_dead_moved: Atomic::new(0),
+            cpu_dead_freed: Atomic::new(0),
         }
     }
 }
@@ -156,6 +164,8 @@ pub(crate) fn show(
     writeln!(f, "worker_runs {}", worker.runs.load(Relaxed))?;
     writeln!(f, "worker_ns {}", worker.ns.load(Relaxed))?;
     writeln!(f, "shrunk {}", worker.shrunk.load(Relaxed))?;
+    writeln!(f, "cpu_dead_moved {}", worker.cpu_dead_moved.load(Relaxed))?;
+    writeln!(f, "cpu_dead_freed {}", worker.cpu_dead_freed.load(Relaxed))?;
     // `clean` and `dirty` count every spare page, as before the CPU caches existed.
     writeln!(f, "clean {}", spare.clean + spare.cpu_clean)?;
     writeln!(f, "dirty {}", spare.dirty + spare.cpu_dirty)?;

@@ -33,13 +33,13 @@ mod pool_tests {
             },
             NumaNode,
         },
-        interrupt::local_interrupt_disable,
         iommu::pages::ZeroedPage,
         new_spinlock_irq,
         page::{
             ExclusivePage,
             PAGE_SIZE, //
         },
+        percpu::MigrationDisabled,
         prelude::*,
         str::CString,
         sync::{
@@ -57,9 +57,9 @@ mod pool_tests {
     }
 
     /// Takes pages until the pool has none left or `pages` holds `max`, all on one CPU.
-    /// Allocates nothing (`pages` must have room): callable with interrupts disabled.
+    /// Allocates nothing (`pages` must have room).
     fn drain_into(pool: &Pool, pages: &mut KVec<ZeroedPage>, max: usize) {
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         while pages.len() < max {
             let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
                 break;
@@ -69,7 +69,7 @@ mod pool_tests {
                 break;
             }
         }
-        drop(irqs_off);
+        drop(one_cpu);
     }
 
     /// Takes pages until the pool has none left, at most `max`, all on one CPU.
@@ -145,13 +145,13 @@ mod pool_tests {
             dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
         }
         let mut again = KVec::with_capacity(1024, GFP_KERNEL)?;
-        // On the CPU that drains them again below; nothing may sleep meanwhile.
-        let irqs_off = local_interrupt_disable();
+        // On the CPU that drains them again below.
+        let one_cpu = MigrationDisabled::new();
         for page in dirty_pages {
             pool.free_dirty(page);
         }
         drain_into(&pool, &mut again, 1024);
-        drop(irqs_off);
+        drop(one_cpu);
         assert_eq!(again.len(), 32);
         for page in again.iter() {
             assert!(is_zero(page)?);
@@ -174,11 +174,11 @@ mod pool_tests {
             dirty_pages.push(dirty(page)?, GFP_KERNEL)?;
         }
         // On one CPU: the cache fills with dirty pages and spills a batch to the depot.
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         for page in dirty_pages {
             pool.free_dirty(page);
         }
-        drop(irqs_off);
+        drop(one_cpu);
         let (_, spare) = pool.snapshot();
         assert_eq!(spare.dirty, BATCH);
         refill::refill_now(&pool);
@@ -188,7 +188,7 @@ mod pool_tests {
         assert_eq!(spare.clean, 32);
         // Everything in the depot is clean now: take it, through a cache that holds no clean page.
         let mut taken = 0;
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         let mut zero = true;
         while taken < 32 {
             let Some(page) = pool.alloc(NumaNode::NO_NODE).0 else {
@@ -198,7 +198,7 @@ mod pool_tests {
             taken += 1;
             drop(page);
         }
-        drop(irqs_off);
+        drop(one_cpu);
         assert_eq!(taken, 32);
         assert!(zero);
         let (counters, _) = pool.snapshot();
@@ -229,14 +229,14 @@ mod pool_tests {
             dirty_pages.push(dirty(clean.pop().ok_or(ENOMEM)?)?, GFP_KERNEL)?;
         }
         // Back into a CPU's cache, clean and dirty ones, beside the clean pages it holds.
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         for page in dirty_pages {
             pool.free_dirty(page);
         }
         for page in clean {
             pool.free_zeroed(page);
         }
-        drop(irqs_off);
+        drop(one_cpu);
         let (_, spare) = pool.snapshot();
         let total = spare.clean + spare.dirty + spare.cpu_clean + spare.cpu_dirty;
         assert_eq!(total, 32);
@@ -262,10 +262,10 @@ mod pool_tests {
         let page = ZeroedPage::alloc_node(NumaNode::NO_NODE, GFP_KERNEL)?;
         let pfn = page.pfn();
         // On one CPU throughout: the page goes into this CPU's cache and comes straight out.
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         pool.free_zeroed(page);
         let again = pool.alloc(NumaNode::NO_NODE).0;
-        drop(irqs_off);
+        drop(one_cpu);
         let again = again.ok_or(ENOMEM)?;
         assert_eq!(again.pfn(), pfn);
         assert!(is_zero(&again)?);
@@ -296,11 +296,11 @@ mod pool_tests {
                 GFP_KERNEL,
             )?;
         }
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         for page in pages {
             pool.free_zeroed(page);
         }
-        drop(irqs_off);
+        drop(one_cpu);
         let (counters, spare) = pool.snapshot();
         assert_eq!(counters.cache_spills, 1);
         assert_eq!(counters.frees_over_capacity, 0);
@@ -327,12 +327,12 @@ mod pool_tests {
         // All on one CPU. 96 dirty frees: its array fills at 64, spills a batch of 32 to the
         // depot, and fills again. Then 65 requests: the array's own dirty pages first, with no
         // look into the depot, which has no clean page; then one batch of the depot's.
-        let irqs_off = local_interrupt_disable();
+        let one_cpu = MigrationDisabled::new();
         for page in freed {
             pool.free_dirty(page);
         }
         drain_into(&pool, &mut taken, CACHE_PAGES + 1);
-        drop(irqs_off);
+        drop(one_cpu);
         let (after, spare) = pool.snapshot();
         assert_eq!(taken.len(), CACHE_PAGES + 1);
         for page in &taken {

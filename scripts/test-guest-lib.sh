@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Self-test of the guest library's pure functions (qemu/guest/lib.sh), run on
-# the host by stage 0 (scripts/check-style.sh) in well under a second: each
+# the host by stage 0 (scripts/check-style.sh) in a few seconds: each
 # check that decides what a stage accepts is fed what it must accept and what
 # it must refuse.
 #  - dma_faults_expected: on VT-d, the igb's not-present DMA faults (legacy
@@ -30,7 +30,21 @@
 #    naming another parameter, an accepted load and a module left loaded fail;
 #  - map_start, map_next, map_end, with a stand-in for iommufd-map: the
 #    states and the exit status come back; a program that dies early gives
-#    an empty state and its own status.
+#    an empty state and its own status;
+#  - the exact page counts, over whole crafted stats files: pool_wait_quiet
+#    takes still stats after POOL_QUIET_READS readings, waits for changing
+#    ones to settle, fails for stats that keep changing (after its seconds)
+#    and at once without a reading; pool_stats_save refuses a line that is
+#    not "name integer"; stats_get refuses a line missing or repeated;
+#    pool_counters_kept fails a counter gone backwards or missing on either
+#    side; pool_cpu_dead_check fails pages lost, a move counted short or
+#    twice, a CPU that held no page, the dead CPU's counters lost, no
+#    cpu_dead_moved line; pool_shrunk_check fails the CPUs' caches left
+#    alone, shrunk one page short or over, an idle pool refilled, nothing
+#    to give back; pool_spare_balance fails a page too many, a dead CPU's
+#    counters counted twice, frees kept but counted as freed; and
+#    pool_spare_pfns_check fails a page missing, listed twice, frame 0,
+#    numbers not in lower-case hex, no list.
 # Exits 1 if any expectation is wrong.
 
 set -u
@@ -331,6 +345,230 @@ map_next 2>/dev/null
 expect "map_next after the program died gives an empty state" "" "$map_state"
 map_end 2>/dev/null
 expect "map_end gets the status of a program that died" 3 "$map_status"
+
+# Exact page counts: whole iommu_pt/stats files. pstats FILE [NAME=VALUE...]:
+# one with every line the module writes, from a quiet pool whose 216 spare
+# pages (30 of them in the CPUs' caches) are what its counters account for
+# (refills 256 + frees 60 - hits 100), with NAME set to VALUE (- drops the
+# line).
+pstats() {
+	local f=$1
+	shift
+	printf '%s\n' "allocs 104" "hits 100" "fallbacks 4" "frees 60" "frees_over_capacity 0" \
+		"frees_zeroed 12" "zero_check_failures 0" "zeroed_on_alloc 3" "cache_refills 5" \
+		"cache_spills 2" "outstanding 40" "zeroed 16" "refills 256" "refills_skipped 0" \
+		"quiet_waits 7" "cpu_busy_waits 0" "worker_runs 3" "worker_ns 123456" "shrunk 0" \
+		"cpu_dead_moved 0" "cpu_dead_freed 0" "clean 200" "dirty 16" "cpu_clean 20" \
+		"cpu_dirty 10" "bypass 0" |
+		awk -v set="$*" 'BEGIN { n = split(set, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); v[p[1]] = p[2] } }
+			$1 in v { if (v[$1] != "-") print $1, v[$1]; next } { print }' >"$f"
+}
+# check CHECK ARGS...: a check's status and problems.
+check() {
+	"$@" >/dev/null
+	echo "$? $pool_problems"
+}
+b=$work/before
+a=$work/after
+pstats "$b"
+
+# pool_wait_quiet, with short intervals, and readings of ours that change:
+# the Nth reading says "allocs N", up to $settle.
+# quiet SECONDS: pool_wait_quiet's status and the milliseconds it took.
+quiet() {
+	local t
+	t=$(date +%s%N)
+	POOL_QUIET_MS=100 POOL_QUIET_READS=3 pool_wait_quiet "$1"
+	echo "$? $((($(date +%s%N) - t) / 1000000))"
+}
+read -r rc ms < <(POOL_STATS=$b quiet 5)
+expect "pool_wait_quiet takes a pool whose stats stay the same" 0 "$rc"
+expect "pool_wait_quiet reads them POOL_QUIET_READS times first" 1 $((ms >= 200))
+pool_stats_read() {
+	local n
+	n=$(($(cat "$work/reads") + 1))
+	echo "$n" >"$work/reads"
+	echo "allocs $((n < settle ? n : settle))"
+}
+echo 0 >"$work/reads"
+settle=4
+read -r rc ms < <(quiet 5)
+expect "pool_wait_quiet waits until the stats stop changing" "0 6" "$rc $(cat "$work/reads")"
+echo 0 >"$work/reads"
+settle=1000
+read -r rc ms < <(quiet 1)
+expect "pool_wait_quiet fails for stats that keep changing" 1 "$rc"
+expect "pool_wait_quiet gives up after its seconds" 1 $((ms / 900))
+pool_stats_read() { cat "$POOL_STATS" 2>/dev/null; }
+read -r rc ms < <(POOL_STATS=$work/missing quiet 5)
+expect "pool_wait_quiet fails at once without a reading" "1 1" "$rc $((ms < 500))"
+expect "pool_wait_quiet fails without a number of seconds" 1 "$(POOL_STATS=$b quiet "" | cut -d' ' -f1)"
+
+# pool_stats_save.
+POOL_STATS=$b pool_stats_save "$work/saved" 2>"$err"
+expect "pool_stats_save copies the stats" "0 ''" "$? '$(cmp "$b" "$work/saved" && cat "$err")'"
+for bad in 's/^hits .*/hits x/' 's/^hits .*/hits/' 's/^hits .*/hits 07/' '$a Hits 1'; do
+	sed "$bad" "$b" >"$work/bad"
+	POOL_STATS=$work/bad pool_stats_save "$work/saved" 2>"$err"
+	expect "pool_stats_save fails on stats edited with '$bad', saying why" "1 1" "$? $(grep -c '^pool_stats_save: ' "$err")"
+done
+POOL_STATS=$work/missing pool_stats_save "$work/saved" 2>"$err"
+expect "pool_stats_save fails without a reading, saying why" "1 1" "$? $(grep -c '^pool_stats_save: ' "$err")"
+
+# stats_get.
+pool_problems=""
+stats_get x "$b" hits clean
+expect "stats_get sets PREFIX_NAME" "0 100 200 ''" "$? $x_hits $x_clean '$pool_problems'"
+sed '$a hits 1' "$b" >"$work/bad"
+pool_problems=""
+stats_get x "$work/bad" hits nothere clean
+expect "stats_get fails on a repeated or missing line, naming each" \
+	"1 0 0 200 '; x: hits '100 1' missing, repeated or not an integer; x: nothere '' missing, repeated or not an integer'" \
+	"$? $x_hits $x_nothere $x_clean '$pool_problems'"
+
+# pool_counters_kept: every counter may grow, the levels may fall.
+pstats "$a" allocs=200 hits=190 worker_ns=999999 clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 outstanding=-3
+expect "pool_counters_kept passes counters that grew and levels that fell" "0 " "$(check pool_counters_kept "$b" "$a")"
+pstats "$a" hits=90
+expect "pool_counters_kept fails a counter that went backwards (a dead CPU's, lost)" \
+	"1 ; hits went backwards: 100 -> 90" "$(check pool_counters_kept "$b" "$a")"
+pstats "$a" worker_runs=2 cpu_dead_freed=-
+expect "pool_counters_kept fails a counter missing after" \
+	"1 ; cpu_dead_freed '0' -> '': not one integer each; worker_runs went backwards: 3 -> 2" \
+	"$(check pool_counters_kept "$b" "$a")"
+pstats "$work/old" cpu_dead_moved=- cpu_dead_freed=-
+expect "pool_counters_kept fails a counter missing before" \
+	"1 ; cpu_dead_freed '' -> '0': not one integer each; cpu_dead_moved '' -> '0': not one integer each" \
+	"$(check pool_counters_kept "$work/old" "$b")"
+expect "pool_counters_kept fails without stats after" "1 ; no stats before or after" \
+	"$(check pool_counters_kept "$b" "$work/missing")"
+: >"$work/empty"
+expect "pool_counters_kept fails with empty stats before" "1 ; no stats before or after" \
+	"$(check pool_counters_kept "$work/empty" "$b")"
+
+# pool_cpu_dead_check: CPU 1 held the caches' 30 pages when it went offline.
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=30
+pool_cpu_dead_check "$b" "$a"
+expect "pool_cpu_dead_check passes a cache moved to the depot" "0 ''" "$? '$pool_problems'"
+expect "pool_cpu_dead_check's detail" \
+	"pool: spare pages 216 -> 216, in the CPUs' caches 30 -> 0; cpu_dead_moved +30, cpu_dead_freed +0, refills +0, shrunk +0, outstanding 40 -> 40" \
+	"$pool_detail"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=10 cpu_dead_freed=20 clean=180
+expect "pool_cpu_dead_check passes a cache partly freed, the depot full" "0 " "$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=30 refills=266 clean=210
+expect "pool_cpu_dead_check counts the worker's refills meanwhile" "0 " "$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=30 clean=190
+expect "pool_cpu_dead_check fails pages lost" \
+	"1 ; spare pages not conserved: 216 before, 206 after + 0 freed + 0 shrunk - 0 refilled = 206" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=20 clean=190
+expect "pool_cpu_dead_check fails pages freed but not counted" \
+	"1 ; cpu_dead_moved + cpu_dead_freed +20, but 30 pages left the CPUs' caches; spare pages not conserved: 216 before, 206 after + 0 freed + 0 shrunk - 0 refilled = 206" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=29
+expect "pool_cpu_dead_check fails a move counted short" \
+	"1 ; cpu_dead_moved + cpu_dead_freed +29, but 30 pages left the CPUs' caches" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=30 clean=170 cpu_dead_freed=30
+expect "pool_cpu_dead_check fails a move counted as a free too" \
+	"1 ; cpu_dead_moved + cpu_dead_freed +60, but 30 pages left the CPUs' caches" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+expect "pool_cpu_dead_check fails when no page left the caches" \
+	"1 ; no page left the CPUs' caches (30 -> 30): the CPU that went offline held none" \
+	"$(check pool_cpu_dead_check "$b" "$b")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=30 outstanding=0 hits=60 allocs=64
+expect "pool_cpu_dead_check fails the dead CPU's counters lost" \
+	"1 ; allocs went backwards: 104 -> 64; hits went backwards: 100 -> 60; outstanding 40 -> 0" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+pstats "$a" cpu_clean=0 cpu_dirty=0 cpu_dead_moved=-
+expect "pool_cpu_dead_check fails without cpu_dead_moved" \
+	"1 ; cpu_dead_moved '0' -> '': not one integer each; after: cpu_dead_moved '' missing, repeated or not an integer; cpu_dead_moved + cpu_dead_freed +0, but 30 pages left the CPUs' caches" \
+	"$(check pool_cpu_dead_check "$b" "$a")"
+
+# pool_shrunk_check: the 216 spare pages, 30 in the CPUs' caches.
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216
+pool_shrunk_check "$b" "$a"
+expect "pool_shrunk_check passes every spare page given back" "0 ''" "$? '$pool_problems'"
+expect "pool_shrunk_check's detail" \
+	"pool: clean 200 -> 0, dirty 16 -> 0 (in the CPUs' caches 30 -> 0), shrunk +216" "$pool_detail"
+pstats "$a" clean=20 dirty=10 shrunk=186
+expect "pool_shrunk_check fails the CPUs' caches left alone" \
+	"1 ; spare pages left: clean 20, dirty 10; shrunk +186, but there were 216 spare pages" \
+	"$(check pool_shrunk_check "$b" "$a")"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=215
+expect "pool_shrunk_check fails shrunk one page short" "1 ; shrunk +215, but there were 216 spare pages" \
+	"$(check pool_shrunk_check "$b" "$a")"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=217
+expect "pool_shrunk_check fails shrunk one page over" "1 ; shrunk +217, but there were 216 spare pages" \
+	"$(check pool_shrunk_check "$b" "$a")"
+pstats "$a" clean=256 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216 refills=512 worker_runs=4
+expect "pool_shrunk_check fails an idle pool refilled after" "1 ; spare pages left: clean 256, dirty 0" \
+	"$(check pool_shrunk_check "$b" "$a")"
+pstats "$work/nocache" cpu_clean=0 cpu_dirty=0
+expect "pool_shrunk_check fails when the CPUs' caches held nothing before" \
+	"1 ; the CPUs' caches held no page before: their drain is not shown" \
+	"$(check pool_shrunk_check "$work/nocache" "$(pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216; echo "$a")")"
+pstats "$work/none" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0
+expect "pool_shrunk_check fails with no spare page before" \
+	"1 ; no spare page before: nothing to give back; the CPUs' caches held no page before: their drain is not shown" \
+	"$(check pool_shrunk_check "$work/none" "$a")"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216 frees=50
+expect "pool_shrunk_check fails a counter gone backwards" "1 ; frees went backwards: 60 -> 50" \
+	"$(check pool_shrunk_check "$b" "$a")"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=-
+expect "pool_shrunk_check fails without shrunk" \
+	"1 ; shrunk '0' -> '': not one integer each; after: shrunk '' missing, repeated or not an integer; shrunk +0, but there were 216 spare pages" \
+	"$(check pool_shrunk_check "$b" "$a")"
+
+# pool_spare_balance.
+pool_spare_balance "$b"
+expect "pool_spare_balance passes spare pages the counters account for" "0 ''" "$? '$pool_problems'"
+expect "pool_spare_balance's detail" \
+	"pool: 216 spare pages; refills 256 + frees 60 - frees_over_capacity 0 - hits 100 - shrunk 0 - cpu_dead_freed 0 = 216" \
+	"$pool_detail"
+pstats "$a" clean=180 cpu_dead_freed=20 shrunk=16 dirty=0 frees_over_capacity=0
+expect "pool_spare_balance counts the pages shrunk and freed from dead CPUs" "0 " \
+	"$(check pool_spare_balance "$a")"
+pstats "$a" clean=201
+expect "pool_spare_balance fails a page too many" "1 ; 217 spare pages, but the counters account for 216" \
+	"$(check pool_spare_balance "$a")"
+pstats "$a" hits=130 allocs=134
+expect "pool_spare_balance fails a dead CPU's counters counted twice" \
+	"1 ; 216 spare pages, but the counters account for 186" "$(check pool_spare_balance "$a")"
+pstats "$a" frees_over_capacity=5
+expect "pool_spare_balance fails frees kept and counted as freed" \
+	"1 ; 216 spare pages, but the counters account for 211" "$(check pool_spare_balance "$a")"
+pstats "$a" cpu_dead_freed=-
+expect "pool_spare_balance fails without cpu_dead_freed" \
+	"1 ; s: cpu_dead_freed '' missing, repeated or not an integer" "$(check pool_spare_balance "$a")"
+
+# pool_spare_pfns_check: 3 spare pages.
+pstats "$a" clean=2 dirty=1
+printf '0x1a2b\n0x100\n0x7ffff\n' >"$work/pfns"
+pool_spare_pfns_check "$work/pfns" "$a"
+expect "pool_spare_pfns_check passes a list of every spare page" "0 ''" "$? '$pool_problems'"
+expect "pool_spare_pfns_check's detail" "spare_pfns: 3 pages listed, stats count 3 (clean 2 + dirty 1)" "$pool_detail"
+for bad in '$d' '$a 0x80000' '$s/.*/0x100/' '$s/.*/0x0/' '$s/.*/0x/' '$s/.*/524287/' '$s/.*/0x7FFFF/'; do
+	sed "$bad" "$work/pfns" >"$work/bad"
+	expect "pool_spare_pfns_check fails a list edited with '$bad'" 1 "$(check pool_spare_pfns_check "$work/bad" "$a" | cut -d' ' -f1)"
+done
+sed '$s/.*/0x100/' "$work/pfns" >"$work/bad"
+expect "pool_spare_pfns_check names a page listed twice" "1 ; 1 frame numbers listed twice" \
+	"$(check pool_spare_pfns_check "$work/bad" "$a")"
+sed '$d' "$work/pfns" >"$work/bad"
+expect "pool_spare_pfns_check names a page missing" "1 ; spare_pfns lists 2 pages, stats count 3" \
+	"$(check pool_spare_pfns_check "$work/bad" "$a")"
+sed '$s/.*/0x0/' "$work/pfns" >"$work/bad"
+expect "pool_spare_pfns_check names a frame 0" "1 ; 1 lines of spare_pfns are no frame number" \
+	"$(check pool_spare_pfns_check "$work/bad" "$a")"
+expect "pool_spare_pfns_check fails without a list" "1 ; no spare_pfns" \
+	"$(check pool_spare_pfns_check "$work/missing" "$a")"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0
+expect "pool_spare_pfns_check passes an empty list of an empty pool" "0 " \
+	"$(check pool_spare_pfns_check "$work/empty" "$a")"
+expect "pool_spare_pfns_check fails the list of an empty pool with a page" "1 ; spare_pfns lists 3 pages, stats count 0" \
+	"$(check pool_spare_pfns_check "$work/pfns" "$a")"
 
 [ "$failed" -eq 0 ] && echo "guest library self-test: every expectation met"
 exit "$failed"

@@ -153,6 +153,241 @@ pool_wait_clean() {
 	return 1
 }
 
+# pool_wait_quiet SECONDS: waits, up to SECONDS, until iommu_pt/stats reads
+# the same POOL_QUIET_READS times in a row, POOL_QUIET_MS apart (1 s by
+# default): no request, free, worker run or wait, shrink or CPU hotplug
+# callback changed a line in that time, so the counters and the spare pages
+# can be compared exactly. Fails if that never happened, or at once if there
+# is no reading. POOL_QUIET_READS and POOL_QUIET_MS are set here, not taken
+# from the environment; the host's self-test (scripts/test-guest-lib.sh)
+# shortens them, and gives pool_stats_read readings of its own.
+POOL_QUIET_READS=5
+POOL_QUIET_MS=250
+pool_stats_read() { cat "$POOL_STATS" 2>/dev/null; }
+pool_wait_quiet() {
+	local last="" now same=0 i tries pause
+	integers "$1" || return 1
+	pause=$(printf '%d.%03d' $((POOL_QUIET_MS / 1000)) $((POOL_QUIET_MS % 1000)))
+	tries=$(($1 * 1000 / POOL_QUIET_MS))
+	for ((i = 0; i <= tries; i++)); do
+		now=$(pool_stats_read)
+		[ -n "$now" ] || return 1
+		if [ "$now" = "$last" ]; then
+			same=$((same + 1))
+		else
+			same=1
+			last=$now
+		fi
+		[ "$same" -lt "$POOL_QUIET_READS" ] || return 0
+		sleep "$pause"
+	done
+	return 1
+}
+
+# pool_stats_save FILE: copies iommu_pt/stats to FILE, for the checks below,
+# which compare the pool at two moments. Fails, saying why on stderr, if there
+# is no reading or a line is not "name integer".
+pool_stats_save() {
+	local bad
+	if ! cat "$POOL_STATS" >"$1" 2>/dev/null || [ ! -s "$1" ]; then
+		echo "pool_stats_save: no reading of $POOL_STATS" >&2
+		return 1
+	fi
+	bad=$(grep -vE '^[a-z_]+ -?(0|[1-9][0-9]*)$' "$1" | head -n 1)
+	if [ -n "$bad" ]; then
+		echo "pool_stats_save: '$bad' in $POOL_STATS is not 'name integer'" >&2
+		return 1
+	fi
+}
+
+# stats_get PREFIX FILE NAME...: sets PREFIX_NAME to NAME's value in FILE, a
+# saved stats file, for each NAME (to 0 if it has none); for one missing,
+# repeated or not an integer, adds "; PREFIX: NAME ..." to pool_problems and
+# fails. The caller declares the PREFIX_NAME variables local.
+stats_get() {
+	local prefix=$1 file=$2 name v rc=0 values
+	shift 2
+	# One awk for every NAME: each one's values, a space between repeats.
+	values=$(awk -v names="$*" '
+		{ v[$1] = c[$1]++ ? v[$1] " " $2 : $2 }
+		END { n = split(names, k, " "); for (i = 1; i <= n; i++) printf "%s|", v[k[i]] }' "$file" 2>/dev/null)
+	for name in "$@"; do
+		v=${values%%|*}
+		values=${values#*|}
+		if integers "$v"; then
+			printf -v "${prefix}_$name" '%s' "$v"
+		else
+			printf -v "${prefix}_$name" '%s' 0
+			pool_problems="$pool_problems; $prefix: $name '$v' missing, repeated or not an integer"
+			rc=1
+		fi
+	done
+	return "$rc"
+}
+
+# The lines of iommu_pt/stats that are levels, which go up and down. Every
+# other line is a counter, which never goes backwards while the module stays
+# loaded, CPUs going offline and online included.
+POOL_LEVELS="outstanding clean dirty cpu_clean cpu_dirty bypass"
+
+# pool_counters_kept BEFORE AFTER: whether no counter went backwards between
+# two saved stats files (pool_stats_save) of one load: every line of either
+# that is not in POOL_LEVELS is in both, an integer, and no smaller after.
+# Not from a $(...) subshell: sets pool_detail and pool_problems, a list of
+# "; problem" items, empty if none; fails if there are any. An empty or
+# missing file fails.
+pool_counters_kept() {
+	local name b a n=0
+	pool_problems=""
+	pool_detail="counters: none compared"
+	if [ ! -s "$1" ] || [ ! -s "$2" ]; then
+		pool_problems="; no stats before or after"
+		return 1
+	fi
+	# One line per counter of either file: "name|before|after", empty where
+	# a file lacks it, a space between repeats.
+	while IFS='|' read -r name b a; do
+		n=$((n + 1))
+		if ! integers "$b" "$a"; then
+			pool_problems="$pool_problems; $name '$b' -> '$a': not one integer each"
+		elif [ "$a" -lt "$b" ]; then
+			pool_problems="$pool_problems; $name went backwards: $b -> $a"
+		fi
+	done < <(awk -v levels=" $POOL_LEVELS " '
+		FNR == 1 { f++ }
+		index(levels, " " $1 " ") { next }
+		f == 1 { b[$1] = nb[$1]++ ? b[$1] " " $2 : $2 }
+		f == 2 { a[$1] = na[$1]++ ? a[$1] " " $2 : $2 }
+		{ names[$1] }
+		END { for (k in names) print k "|" b[k] "|" a[k] }' "$1" "$2" | sort)
+	pool_detail="counters: $n compared"
+	[ -z "$pool_problems" ]
+}
+
+# pool_cpu_dead_check BEFORE AFTER: whether a CPU going offline between two
+# saved stats files, the pool otherwise idle, kept every count exact: no
+# counter went backwards (pool_counters_kept: the dead CPU's counters were
+# folded in, not lost), outstanding is unchanged, pages left the CPUs'
+# caches (the dead CPU held some, or nothing was shown), and each page that
+# left them was moved into a depot (cpu_dead_moved) or freed to the page
+# allocator (cpu_dead_freed), so that the spare pages after, plus those freed,
+# are those before (the worker's refills and the shrinker's pages, if any,
+# accounted for). Not from a $(...) subshell: sets pool_detail and
+# pool_problems (as pool_served_check); fails if there are problems.
+POOL_CPU_DEAD_STATS="clean dirty cpu_clean cpu_dirty outstanding cpu_dead_moved cpu_dead_freed refills shrunk"
+pool_cpu_dead_check() {
+	local problems spare0 spare1 cache0 cache1 moved freed refilled shrunk left
+	local before_clean before_dirty before_cpu_clean before_cpu_dirty before_outstanding \
+		before_cpu_dead_moved before_cpu_dead_freed before_refills before_shrunk \
+		after_clean after_dirty after_cpu_clean after_cpu_dirty after_outstanding \
+		after_cpu_dead_moved after_cpu_dead_freed after_refills after_shrunk
+	pool_counters_kept "$1" "$2"
+	problems=$pool_problems
+	pool_problems=""
+	# shellcheck disable=SC2086 # a list of names
+	stats_get before "$1" $POOL_CPU_DEAD_STATS
+	# shellcheck disable=SC2086
+	stats_get after "$2" $POOL_CPU_DEAD_STATS
+	pool_problems="$problems$pool_problems"
+	spare0=$((before_clean + before_dirty)) spare1=$((after_clean + after_dirty))
+	cache0=$((before_cpu_clean + before_cpu_dirty)) cache1=$((after_cpu_clean + after_cpu_dirty))
+	moved=$((after_cpu_dead_moved - before_cpu_dead_moved))
+	freed=$((after_cpu_dead_freed - before_cpu_dead_freed))
+	refilled=$((after_refills - before_refills)) shrunk=$((after_shrunk - before_shrunk))
+	left=$((cache0 - cache1))
+	pool_detail="pool: spare pages $spare0 -> $spare1, in the CPUs' caches $cache0 -> $cache1; cpu_dead_moved +$moved, cpu_dead_freed +$freed, refills +$refilled, shrunk +$shrunk, outstanding $before_outstanding -> $after_outstanding"
+	[ "$left" -ge 1 ] ||
+		pool_problems="$pool_problems; no page left the CPUs' caches ($cache0 -> $cache1): the CPU that went offline held none"
+	[ $((moved + freed)) -eq "$left" ] ||
+		pool_problems="$pool_problems; cpu_dead_moved + cpu_dead_freed +$((moved + freed)), but $left pages left the CPUs' caches"
+	[ $((spare1 + freed + shrunk - refilled)) -eq "$spare0" ] ||
+		pool_problems="$pool_problems; spare pages not conserved: $spare0 before, $spare1 after + $freed freed + $shrunk shrunk - $refilled refilled = $((spare1 + freed + shrunk - refilled))"
+	[ "$after_outstanding" -eq "$before_outstanding" ] ||
+		pool_problems="$pool_problems; outstanding $before_outstanding -> $after_outstanding"
+	[ -z "$pool_problems" ]
+}
+
+# pool_shrunk_check BEFORE AFTER: whether the shrinker gave every spare page
+# back between two saved stats files, the pool idle: there were spare pages,
+# some of them in the CPUs' caches (which the shrinker drains too); after,
+# clean and dirty are both 0 (nothing refilled an idle pool); shrunk grew by
+# exactly the spare pages there were; no counter went backwards. Not from a
+# $(...) subshell: sets pool_detail and pool_problems; fails if there are
+# problems.
+pool_shrunk_check() {
+	local problems spare0 cache0 shrunk
+	local before_clean before_dirty before_cpu_clean before_cpu_dirty before_shrunk \
+		after_clean after_dirty after_cpu_clean after_cpu_dirty after_shrunk
+	pool_counters_kept "$1" "$2"
+	problems=$pool_problems
+	pool_problems=""
+	stats_get before "$1" clean dirty cpu_clean cpu_dirty shrunk
+	stats_get after "$2" clean dirty cpu_clean cpu_dirty shrunk
+	pool_problems="$problems$pool_problems"
+	spare0=$((before_clean + before_dirty)) cache0=$((before_cpu_clean + before_cpu_dirty))
+	shrunk=$((after_shrunk - before_shrunk))
+	pool_detail="pool: clean $before_clean -> $after_clean, dirty $before_dirty -> $after_dirty (in the CPUs' caches $cache0 -> $((after_cpu_clean + after_cpu_dirty))), shrunk +$shrunk"
+	[ "$spare0" -ge 1 ] || pool_problems="$pool_problems; no spare page before: nothing to give back"
+	[ "$cache0" -ge 1 ] ||
+		pool_problems="$pool_problems; the CPUs' caches held no page before: their drain is not shown"
+	if [ "$after_clean" -ne 0 ] || [ "$after_dirty" -ne 0 ]; then
+		pool_problems="$pool_problems; spare pages left: clean $after_clean, dirty $after_dirty"
+	fi
+	[ "$shrunk" -eq "$spare0" ] ||
+		pool_problems="$pool_problems; shrunk +$shrunk, but there were $spare0 spare pages"
+	[ -z "$pool_problems" ]
+}
+
+# pool_spare_balance STATS: whether the spare pages in a saved stats file
+# (clean + dirty) are exactly those its counters account for since the load:
+# the worker's refills, plus the tables freed to the pool (frees, less
+# frees_over_capacity), less the tables it served (hits), the pages the
+# shrinker gave back (shrunk) and those of dead CPUs' caches freed
+# (cpu_dead_freed). A counter lost or counted twice (a dead CPU's counters
+# folded in and kept on its coming back, say) breaks it. Meant for a quiet
+# pool (pool_wait_quiet). Not from a $(...) subshell: sets pool_detail and
+# pool_problems; fails if there are problems.
+POOL_BALANCE_STATS="clean dirty refills frees frees_over_capacity hits shrunk cpu_dead_freed"
+pool_spare_balance() {
+	local spare kept
+	local s_clean s_dirty s_refills s_frees s_frees_over_capacity s_hits s_shrunk s_cpu_dead_freed
+	pool_problems=""
+	# shellcheck disable=SC2086 # a list of names
+	stats_get s "$1" $POOL_BALANCE_STATS
+	spare=$((s_clean + s_dirty))
+	kept=$((s_refills + s_frees - s_frees_over_capacity - s_hits - s_shrunk - s_cpu_dead_freed))
+	pool_detail="pool: $spare spare pages; refills $s_refills + frees $s_frees - frees_over_capacity $s_frees_over_capacity - hits $s_hits - shrunk $s_shrunk - cpu_dead_freed $s_cpu_dead_freed = $kept"
+	[ "$spare" -eq "$kept" ] ||
+		pool_problems="$pool_problems; $spare spare pages, but the counters account for $kept"
+	[ -z "$pool_problems" ]
+}
+
+# pool_spare_pfns_check PFNS STATS: whether PFNS, a copy of
+# iommu_pt/spare_pfns, lists exactly the spare pages that STATS, a saved stats
+# file of the same quiet moment, counts (clean + dirty lines), each a
+# nonzero frame number in hex, none twice. Not from a $(...) subshell: sets
+# pool_detail and pool_problems; fails if there are problems.
+pool_spare_pfns_check() {
+	local lines bad dups
+	local s_clean s_dirty
+	pool_problems=""
+	stats_get s "$2" clean dirty
+	if [ ! -r "$1" ]; then
+		pool_detail="spare_pfns: no reading"
+		pool_problems="$pool_problems; no spare_pfns"
+		return 1
+	fi
+	lines=$(wc -l <"$1")
+	bad=$(grep -cvE '^0x[0-9a-f]*[1-9a-f][0-9a-f]*$' "$1")
+	dups=$(sort "$1" | uniq -d | wc -l)
+	pool_detail="spare_pfns: $lines pages listed, stats count $((s_clean + s_dirty)) (clean $s_clean + dirty $s_dirty)"
+	[ "$lines" -eq $((s_clean + s_dirty)) ] ||
+		pool_problems="$pool_problems; spare_pfns lists $lines pages, stats count $((s_clean + s_dirty))"
+	[ "$bad" -eq 0 ] || pool_problems="$pool_problems; $bad lines of spare_pfns are no frame number"
+	[ "$dups" -eq 0 ] || pool_problems="$pool_problems; $dups frame numbers listed twice"
+	[ -z "$pool_problems" ]
+}
+
 # pool_reloads KO COUNT: unloads and loads iommu_pt COUNT times (pool_unload,
 # pool_load), meant while domains with tables from the pool stay alive; stops
 # at the first unload or load that fails, saying which as a comment, and

@@ -21,7 +21,11 @@
 #       the pool: the maps succeed (the tables come from C), the pool counts
 #       fallbacks.
 # 2. Memory pressure: memory is filled until kswapd reclaims; the shrinker
-#    gives the spare pages back, mapping still works, no OOM kill.
+#    gives spare pages back, each counted (the pages the idle pool lost are
+#    exactly those shrunk), mapping still works, no OOM kill.
+#    b. With the pool idle and quiet, pages in the depots and in the CPUs'
+#       caches, drop_caches gives every spare page back: clean and dirty 0,
+#       shrunk grown by exactly the spare pages there were.
 # 3. Concurrency: threads map and unmap in three domains at once, owned and
 #    overlapping ranges, then every recorded mapping is checked in the live
 #    table and by unmapping (qemu/guest/stress-map.c). Meanwhile, lazy-mode
@@ -36,6 +40,14 @@
 # 5. Bad input: module parameters that are not numbers or out of range, and
 #    writes to the module's debugfs files, are refused.
 # 6. Unloading a filled pool of 64 MiB gives its pages back (free pages).
+# 7. CPU hotplug (2 CPUs or more, CPU 1 hotpluggable; otherwise each of its
+#    results is a KTAP skip, which scripts/test.sh does not allow): CPU 1 goes
+#    offline with spare pages in its cache and tables of a live domain counted
+#    on it; every count stays exact (no counter goes backwards, the pages that
+#    left its cache were moved to the depot or freed, spare pages conserved,
+#    spare_pfns lists them all); then offline and online cycles while
+#    stress-map maps and unmaps; then the module unloaded and loaded while CPU
+#    1 is offline, and the pool serving CPU 1 once it is back.
 
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -83,7 +95,7 @@ bdf=$(igb_bdf)
 [ -n "$bdf" ] && bind_vfio_pci "$bdf"
 vfio=$(vfio_cdev "$bdf")
 echo "KTAP version 1"
-echo "1..21"
+echo "1..31"
 if [ ! -c "$vfio" ] || [ ! -d "$fi_dir/fail_page_alloc" ]; then
 	echo "# setup failed: igb '$bdf' on vfio-pci: $vfio; fault injection: $fi_dir/fail_page_alloc"
 	exit 1
@@ -92,6 +104,8 @@ fi
 printf '\n\n' | "$bin/iommufd-map" "$vfio" 1 >/dev/null
 fi_reset
 pages0=$(vmstat nr_iommu_pages)
+# Saved stats files and spare_pfns lists (lib.sh's pool_stats_save).
+st=$(mktemp -d)
 # The kernel log is never cleared: kernel_reports at the end counts every
 # report since boot.
 quiet_console
@@ -187,32 +201,73 @@ pool_unload
 check_baseline fault_refill_no_leak "$pages0"
 echo "# injected failures: $total_failed of $total_tried points tried"
 
-# 2. Memory pressure: kswapd wakes 10% of memory above the minimum.
+# 2. Memory pressure: kswapd wakes 10% of memory above the minimum. The pool
+# is idle from its load to the reading under pressure, so the pages it lost
+# are exactly those the shrinker gave back. kswapd need not take them all (it
+# scans a shrinker's pages in proportion to its own reclaim priority).
 pool_load "$ko"
-sleep 1
+pool_wait_quiet 30
+pool_stats_save "$st/pressure0"
 wsf=$(cat /proc/sys/vm/watermark_scale_factor)
 echo 1000 >/proc/sys/vm/watermark_scale_factor
-clean0=$(pool_stat clean)
-shrunk0=$(pool_stat shrunk)
 total_mb=$(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo)
 coproc HOG { "$bin/mem-hog" $((total_mb / 20)) 2>&1; }
 hog_pid=$HOG_PID
 read -r hog <&"${HOG[0]}"
 sleep 3
-shrunk=$(($(pool_stat shrunk) - shrunk0))
-clean1=$(pool_stat clean)
+# Until kswapd leaves the pool alone: a reading in the middle of a shrink
+# would count pages gone but not yet shrunk.
+quiet=0
+pool_wait_quiet 20 && quiet=1
+pool_stats_save "$st/pressure1"
 out=$(printf '\n\n' | "$bin/iommufd-map" "$vfio" 64 2>&1; echo "exit ${PIPESTATUS[1]}")
 out=$(echo "$out" | tr '\n' ' ')
 echo >&"${HOG[1]}"
 wait "$hog_pid"
 echo "$wsf" >/proc/sys/vm/watermark_scale_factor
-echo "# memory pressure: $hog; pool clean $clean0 -> $clean1, shrunk +$shrunk; map of 64 under pressure: $out"
+pool_problems=""
+stats_get p0 "$st/pressure0" clean dirty shrunk
+stats_get p1 "$st/pressure1" clean dirty shrunk
+problems=$pool_problems
+shrunk=$((p1_shrunk - p0_shrunk))
+lost=$((p0_clean + p0_dirty - p1_clean - p1_dirty))
+pool_counters_kept "$st/pressure0" "$st/pressure1"
+problems="$problems$pool_problems"
+[ "$quiet" -eq 1 ] || problems="$problems; the pool's counters kept changing under pressure"
+[ "$shrunk" -ge 1 ] || problems="$problems; nothing shrunk"
+[ "$lost" -eq "$shrunk" ] || problems="$problems; the idle pool lost $lost spare pages, but shrunk +$shrunk"
+echo "# memory pressure: $hog; pool clean $p0_clean -> $p1_clean, dirty $p0_dirty -> $p1_dirty, shrunk +$shrunk; map of 64 under pressure: $out"
 oom=$(dmesg | grep -c 'Out of memory\|oom-kill')
 echo "# OOM kills: $oom"
-map_ok=1
-case "$out" in *"exit 0 ") map_ok=0 ;; esac
-[ "$shrunk" -ge 1 ] && [ "$map_ok" -eq 0 ] && [ "$oom" -eq 0 ]
+case "$out" in *"exit 0 ") ;; *) problems="$problems; the map under pressure failed" ;; esac
+[ "$oom" -eq 0 ] || problems="$problems; $oom OOM kills"
+[ -z "$problems" ] || echo "# memory_pressure_shrinker: ${problems#; }"
+[ -z "$problems" ]
 result $? memory_pressure_shrinker
+
+# 2b. Every spare page given back, exactly. A pool loaded again (the pressure
+# may have emptied it) and a map torn down, so that the CPUs' caches hold
+# pages besides the depot; once it is quiet, drop_caches=2 runs every
+# shrinker to the end. Nothing may refill the idle pool afterwards.
+pool_unload
+pool_load "$ko"
+out=$(printf '\n\n' | "$bin/iommufd-map" "$vfio" 64 2>&1; echo "exit ${PIPESTATUS[1]}")
+pool_wait_quiet 30
+pool_stats_save "$st/drop0"
+echo 2 >/proc/sys/vm/drop_caches
+pool_wait_quiet 30
+pool_stats_save "$st/drop1"
+cat /sys/kernel/debug/iommu_pt/spare_pfns >"$st/drop1.pfns"
+pool_shrunk_check "$st/drop0" "$st/drop1"
+problems=$pool_problems
+echo "# drop_caches after a map ($(echo "$out" | tr '\n' ' ')): $pool_detail"
+pool_spare_pfns_check "$st/drop1.pfns" "$st/drop1"
+problems="$problems$pool_problems"
+echo "# $pool_detail"
+case "$out" in *"exit 0") ;; *) problems="$problems; the map before failed" ;; esac
+[ -z "$problems" ] || echo "# shrinker_gives_every_spare_page_back: ${problems#; }"
+[ -z "$problems" ]
+result $? shrinker_gives_every_spare_page_back
 pool_unload
 check_baseline memory_pressure_no_leak "$pages0"
 
@@ -412,6 +467,193 @@ echo "# free pages: $free0 KiB before the load, ${free1:-?} KiB with the pool fi
 [ "$filled" -eq 1 ] && [ -n "$free0" ] && [ -n "$free1" ] && [ -n "$free2" ] &&
 	[ $((free0 - free1)) -ge 49152 ] && [ $((free2 - free1)) -ge 49152 ]
 result $? unload_frees_spare_pages
+
+# 7. CPU hotplug. The pool keeps a cache and counters per CPU; when a CPU
+# goes offline, its cache's pages go to its node's depot (cpu_dead_moved) or,
+# with the depot full, to the page allocator (cpu_dead_freed), and its
+# counters are folded into the pool's, so that none goes backwards; a CPU
+# coming online gets a cache. Each step waits for the pool to be quiet
+# (lib.sh's pool_wait_quiet) and counts pages exactly:
+#  a. CPU 1 maps, unmaps and tears a domain down, then maps again and keeps
+#     that domain (taskset), so its cache holds clean and dirty pages and
+#     its counters hold the live tables (outstanding); CPU 0 does nothing
+#     with the pool. CPU 1 goes offline: pool_cpu_dead_check, the
+#     spare_pfns list against the counts before and after, and the balance
+#     of spare pages and counters (pool_spare_balance);
+#  b. that domain is torn down from CPU 0: outstanding back to its value at
+#     the load (CPU 1's tables were still counted), the balance kept;
+#  c. HOTPLUG_CYCLES times offline and online while stress-map maps and
+#     unmaps in a live domain, on CPU 0 and, while it is online, CPU 1: no
+#     counter backwards, outstanding and NR_IOMMU_PAGES back, the balance;
+#  d. with CPU 1 offline, the module unloaded (NR_IOMMU_PAGES back) and
+#     loaded again, with a depot of 64 pages; CPU 1 online again and a map
+#     on it served by the pool; CPU 1 offline once more, the same exact
+#     checks, its cache's pages now meeting a depot that the worker refilled
+#     to its capacity, so that they are freed rather than moved (the split
+#     is printed; the checks hold either way); the module unloaded with
+#     CPU 1 online.
+# CPU 1 is brought back online at the end, whatever happened (trap).
+HOTPLUG_RESULTS="cpu_hotplug_offline_keeps_counts cpu_hotplug_teardown_after_offline cpu_hotplug_cycles_under_stress cpu_hotplug_cycles_no_leak cpu_hotplug_unload_while_offline cpu_hotplug_load_while_offline cpu_hotplug_online_cpu_served cpu_hotplug_offline_full_depot cpu_hotplug_no_leak"
+HOTPLUG_CYCLES=4
+CPU1_ONLINE=/sys/devices/system/cpu/cpu1/online
+SPARE_PFNS=/sys/kernel/debug/iommu_pt/spare_pfns
+
+# cpu1_set 0|1: takes CPU 1 offline or online; fails unless it then is.
+cpu1_set() {
+	echo "$1" >"$CPU1_ONLINE" 2>/dev/null
+	[ "$(cat "$CPU1_ONLINE" 2>/dev/null)" = "$1" ]
+}
+
+# hp_save NAME: pool_stats_save to $st/NAME and spare_pfns to $st/NAME.pfns,
+# once the pool is quiet; a problem for the step's result if it never was.
+hp_save() {
+	pool_wait_quiet 30 || hp_problems="$hp_problems; the pool never went quiet before '$1'"
+	pool_stats_save "$st/$1" || hp_problems="$hp_problems; no stats at '$1'"
+	cat "$SPARE_PFNS" >"$st/$1.pfns" 2>/dev/null
+}
+
+# hp_check CHECK ARGS...: one of lib.sh's pool checks; prints its detail and
+# adds its problems to hp_problems.
+hp_check() {
+	"$@"
+	echo "# $1: $pool_detail"
+	hp_problems="$hp_problems$pool_problems"
+}
+
+# hp_result NAME: the step's result, failed with hp_problems if there are any
+# (printed), which it then clears.
+hp_result() {
+	[ -z "$hp_problems" ] || echo "# $1: ${hp_problems#; }"
+	[ -z "$hp_problems" ]
+	result $? "$1"
+	hp_problems=""
+}
+
+hp_problems=""
+cpus=$(nproc --all)
+if [ "$cpus" -lt 2 ] || [ ! -w "$CPU1_ONLINE" ]; then
+	reason="CPU hotplug needs 2 CPUs with CPU 1 hotpluggable: $cpus CPUs, $CPU1_ONLINE $([ -w "$CPU1_ONLINE" ] || echo "missing")"
+	for name in $HOTPLUG_RESULTS; do
+		ktap_n=$((ktap_n + 1))
+		echo "ok $ktap_n $name # SKIP $reason"
+	done
+else
+	trap 'echo 1 >"$CPU1_ONLINE" 2>/dev/null' EXIT
+	cpu1_set 1 || hp_problems="$hp_problems; CPU 1 did not come online"
+	pool_load "$ko" || hp_problems="$hp_problems; the module did not load"
+	hp_save load
+	out_load=$(awk '$1 == "outstanding" { print $2 }' "$st/load")
+
+	# a. CPU 1's cache and counters hold pages and tables; it goes offline.
+	out=$(printf '\n\n' | taskset -c 1 "$bin/iommufd-map" "$vfio" 64 2>&1; echo "exit ${PIPESTATUS[1]}")
+	case "$out" in *"exit 0") ;; *) hp_problems="$hp_problems; the first map on CPU 1 failed: $(echo "$out" | tr '\n' ' ')" ;; esac
+	map_start taskset -c 1 "$bin/iommufd-map" "$vfio" 64
+	[ "$map_state" = mapped ] || hp_problems="$hp_problems; the map kept on CPU 1: '$map_state'"
+	hp_save a0
+	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
+	hp_save a1
+	hp_check pool_cpu_dead_check "$st/a0" "$st/a1"
+	hp_check pool_spare_pfns_check "$st/a0.pfns" "$st/a0"
+	hp_check pool_spare_pfns_check "$st/a1.pfns" "$st/a1"
+	hp_check pool_spare_balance "$st/a1"
+	hp_result cpu_hotplug_offline_keeps_counts
+
+	# b. The domain mapped on CPU 1 torn down from CPU 0: its task lost the
+	# CPU it was pinned to.
+	map_next
+	map_end
+	if [ "$map_state" != unmapped ] || [ "$map_status" -ne 0 ]; then
+		hp_problems="$hp_problems; the domain's unmap and teardown: '$map_state', status $map_status"
+	fi
+	hp_save b
+	hp_check pool_counters_kept "$st/a1" "$st/b"
+	out_b=$(awk '$1 == "outstanding" { print $2 }' "$st/b")
+	echo "# outstanding: $out_load at the load, $out_b after the teardown"
+	if ! integers "$out_load" "$out_b" || [ "$out_b" -ne "$out_load" ]; then
+		hp_problems="$hp_problems; outstanding $out_load at the load, $out_b after the teardown"
+	fi
+	hp_check pool_spare_balance "$st/b"
+	hp_check pool_spare_pfns_check "$st/b.pfns" "$st/b"
+	hp_result cpu_hotplug_teardown_after_offline
+
+	# c. Offline and online cycles under stress-map (one domain, 4 threads).
+	cpu1_set 1 || hp_problems="$hp_problems; CPU 1 did not come online"
+	hp_save c0
+	coproc STRESS { "$bin/stress-map" "$vfio" 1 4 0 2>&1; }
+	stress_pid=$STRESS_PID
+	sleep 1
+	cycles=0
+	for i in $(seq "$HOTPLUG_CYCLES"); do
+		cpu1_set 0 || { hp_problems="$hp_problems; cycle $i: CPU 1 did not go offline"; break; }
+		sleep 0.5
+		cpu1_set 1 || { hp_problems="$hp_problems; cycle $i: CPU 1 did not come online"; break; }
+		sleep 0.5
+		cycles=$i
+	done
+	echo >&"${STRESS[1]}"
+	out=$(cat <&"${STRESS[0]}")
+	wait "$stress_pid"
+	rc=$?
+	echo "# $cycles offline/online cycles under stress-map: $(echo "$out" | tail -n 1)"
+	[ "$rc" -eq 0 ] || hp_problems="$hp_problems; stress-map failed (exit $rc)"
+	hp_save c1
+	hp_check pool_counters_kept "$st/c0" "$st/c1"
+	pool_problems=""
+	stats_get c0 "$st/c0" outstanding cpu_dead_moved cpu_dead_freed
+	stats_get c1 "$st/c1" outstanding cpu_dead_moved cpu_dead_freed
+	hp_problems="$hp_problems$pool_problems"
+	echo "# outstanding $c0_outstanding -> $c1_outstanding; cpu_dead_moved +$((c1_cpu_dead_moved - c0_cpu_dead_moved)), cpu_dead_freed +$((c1_cpu_dead_freed - c0_cpu_dead_freed))"
+	[ "$c1_outstanding" -eq "$c0_outstanding" ] ||
+		hp_problems="$hp_problems; outstanding $c0_outstanding -> $c1_outstanding"
+	hp_check pool_spare_balance "$st/c1"
+	hp_check pool_spare_pfns_check "$st/c1.pfns" "$st/c1"
+	hp_result cpu_hotplug_cycles_under_stress
+	nr_iommu_pages_check "$pages0"
+	rc=$?
+	echo "# cpu_hotplug_cycles_no_leak: nr_iommu_pages $nr_iommu_pages_change"
+	result "$rc" cpu_hotplug_cycles_no_leak
+
+	# d. Unloaded and loaded while CPU 1 is offline.
+	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
+	pool_unload || hp_problems="$hp_problems; the module did not unload"
+	sleep 1
+	nr_iommu_pages_check "$pages0" || hp_problems="$hp_problems; nr_iommu_pages $nr_iommu_pages_change"
+	echo "# unloaded with CPU 1 offline: nr_iommu_pages $nr_iommu_pages_change"
+	hp_result cpu_hotplug_unload_while_offline
+	# A depot of 64 pages, the low watermark high enough that the map below
+	# leaves it low: the worker then fills it to its capacity.
+	pool_load "$ko" capacity=64 low_watermark=48 high_watermark=64 ||
+		hp_problems="$hp_problems; the module did not load"
+	[ "$(cat "$CPU1_ONLINE")" = 0 ] || hp_problems="$hp_problems; CPU 1 was not offline"
+	hp_save d0
+	hp_check pool_spare_balance "$st/d0"
+	hp_check pool_spare_pfns_check "$st/d0.pfns" "$st/d0"
+	hp_result cpu_hotplug_load_while_offline
+	cpu1_set 1 || hp_problems="$hp_problems; CPU 1 did not come online"
+	snap0=$(pool_snapshot)
+	out=$(printf '\n\n' | taskset -c 1 "$bin/iommufd-map" "$vfio" 40 2>&1; echo "exit ${PIPESTATUS[1]}")
+	case "$out" in *"exit 0") ;; *) hp_problems="$hp_problems; the map on CPU 1 failed: $(echo "$out" | tr '\n' ' ')" ;; esac
+	hp_check pool_served_check "$snap0" "$(pool_snapshot)"
+	hp_result cpu_hotplug_online_cpu_served
+	hp_save d1
+	pool_problems=""
+	stats_get d1 "$st/d1" clean dirty cpu_clean cpu_dirty
+	hp_problems="$hp_problems$pool_problems"
+	echo "# before CPU 1 goes offline: the depot holds $((d1_clean + d1_dirty - d1_cpu_clean - d1_cpu_dirty)) of its 64 pages, the CPUs' caches $((d1_cpu_clean + d1_cpu_dirty))"
+	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
+	hp_save d2
+	hp_check pool_cpu_dead_check "$st/d1" "$st/d2"
+	hp_check pool_spare_balance "$st/d2"
+	hp_check pool_spare_pfns_check "$st/d2.pfns" "$st/d2"
+	hp_result cpu_hotplug_offline_full_depot
+	cpu1_set 1 || hp_problems="$hp_problems; CPU 1 did not come online"
+	pool_unload || hp_problems="$hp_problems; the module did not unload"
+	sleep 1
+	nr_iommu_pages_check "$pages0" || hp_problems="$hp_problems; nr_iommu_pages $nr_iommu_pages_change"
+	echo "# unloaded with CPU 1 online: nr_iommu_pages $nr_iommu_pages_change"
+	hp_result cpu_hotplug_no_leak
+	trap - EXIT
+fi
 
 zero_check_result zero_check_no_failures
 

@@ -11,14 +11,17 @@
 #    takes its tables from the pool (hits grow by at least one table per
 #    mapping), and the teardown after the unmap brings every page back
 #    (outstanding returns to its value before, and so does nr_iommu_pages).
-# 4. Spare pages go back under memory pressure (drop_caches runs the shrinker).
-#    A dense map fills whole leaf tables; its unmap clears them entry by entry
+# 4. A dense map fills whole leaf tables; its unmap clears them entry by entry
 #    and frees them, and they come back to the pool as clean pages, each
 #    checked all zero (zero_check=1, as in every stage) and not zeroed again.
-# 5. The module is unloaded and loaded 20 times while a mapped domain stays
-#    alive; the domain is then torn down. Tables from earlier loads go back to
-#    the page allocator: nr_iommu_pages returns to its starting value, no
-#    warning is printed.
+#    Then every spare page goes back under memory pressure (drop_caches runs
+#    the shrinker), counted exactly: with the pool idle and quiet, clean and
+#    dirty drop to 0, the CPUs' caches' pages included, and shrunk grows by
+#    the spare pages there were.
+# 5. The module, loaded again (full), is unloaded and loaded 20 times while a
+#    mapped domain with tables from the pool stays alive; the domain is then
+#    torn down. Tables from earlier loads go back to the page allocator:
+#    nr_iommu_pages returns to its starting value, no warning is printed.
 # With POOL_BYPASS=1 (scripts/test.sh's IOMMU_PT_POOL_BYPASS: the debug kernel,
 # or a boot with init_on_free=1) the page allocator checks freed pages, and the
 # pool must keep none: every request is left to C, so the checks of 2 to 4
@@ -42,6 +45,9 @@ case "$bypass" in
 0 | 1) ;;
 *) echo "# POOL_BYPASS is 0 or 1, not '$bypass'" >&2; exit 1 ;;
 esac
+
+# Saved stats files (lib.sh's pool_stats_save).
+st=$(mktemp -d)
 
 echo "KTAP version 1"
 echo "1..16"
@@ -140,20 +146,6 @@ echo "# teardown: status $map_status, outstanding $out3 (was $out0), nr_iommu_pa
 result $? pool_teardown_returns_every_page
 result "$pages_back" pool_nr_iommu_pages_back_to_baseline
 
-# Memory pressure: dropping caches runs every shrinker, the pool's among them.
-shrunk0=$(pool_stat shrunk) clean0=$(pool_stat clean) dirty0=$(pool_stat dirty)
-echo 2 >/proc/sys/vm/drop_caches
-shrunk1=$(pool_stat shrunk) clean1=$(pool_stat clean) dirty1=$(pool_stat dirty)
-echo "# drop_caches: shrunk $shrunk0 -> $shrunk1, spare pages $((clean0 + dirty0)) -> $((clean1 + dirty1))"
-if [ "$bypass" -eq 0 ]; then
-	[ "$shrunk1" -gt "$shrunk0" ] && [ $((clean1 + dirty1)) -lt $((clean0 + dirty0)) ]
-	result $? pool_shrinker_gives_spare_pages_back
-else
-	# A bypassed pool has nothing to give back.
-	integers "$shrunk0" "$shrunk1" && [ "$shrunk1" -eq 0 ] && [ $((clean1 + dirty1)) -eq 0 ]
-	result $? pool_bypassed_has_nothing_to_shrink
-fi
-
 # Tables that the unmap emptied come back clean: 1024 pages back to back fill
 # two leaf tables of 512 entries.
 z0=$(pool_stat frees_zeroed) zf0=$(pool_stat zero_check_failures) zo0=$(pool_stat zeroed_on_alloc)
@@ -170,9 +162,42 @@ else
 	result $? pool_bypassed_takes_no_table_back
 fi
 
-# 4. Module churn with a live, mapped domain.
+# Memory pressure: dropping caches runs every shrinker, the pool's among them.
+# The pool idle and quiet before and after: the shrinker gives every spare
+# page back, those the teardowns above left in the CPUs' caches too, and
+# nothing refills an idle pool.
+pool_wait_quiet 30
+pool_stats_save "$st/drop0"
+echo 2 >/proc/sys/vm/drop_caches
+pool_wait_quiet 30
+pool_stats_save "$st/drop1"
+pool_shrunk_check "$st/drop0" "$st/drop1"
+shrunk_rc=$?
+echo "# drop_caches: $pool_detail"
+if [ "$bypass" -eq 0 ]; then
+	[ -z "$pool_problems" ] || echo "# pool_shrinker_gives_spare_pages_back: ${pool_problems#; }"
+	result "$shrunk_rc" pool_shrinker_gives_spare_pages_back
+else
+	# A bypassed pool has nothing to give back.
+	shrunk1=$(pool_stat shrunk) clean1=$(pool_stat clean) dirty1=$(pool_stat dirty)
+	integers "$shrunk1" "$clean1" "$dirty1" && [ "$shrunk1" -eq 0 ] && [ $((clean1 + dirty1)) -eq 0 ]
+	result $? pool_bypassed_has_nothing_to_shrink
+fi
+
+# 4. Module churn with a live, mapped domain. The shrinker emptied the pool:
+# loaded again, it is full, and the domain's tables come from it.
+reloaded=0
+pool_reloads "$ko" 1 && reloaded=1
+hits0=$(pool_stat hits)
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
-[ "$map_state" = mapped ]
+hits1=$(pool_stat hits)
+echo "# before the churn: reloaded $reloaded, $map_state, hits $hits0 -> $hits1"
+if [ "$bypass" -eq 0 ]; then
+	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ] && integers "$hits0" "$hits1" &&
+		[ $((hits1 - hits0)) -ge "$MAPPINGS" ]
+else
+	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ]
+fi
 result $? pool_domain_mapped_before_churn
 pool_reloads "$ko" "$CHURN"
 result $? pool_reloads_with_live_domain
