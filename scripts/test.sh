@@ -199,7 +199,7 @@ job_kunit() {
 # variants run instead of skipping.
 job_vfio() {
 	log "stage vfio: VFIO selftests, $1 mode (log: $OUT/vfio-$1.log)"
-	boot "$1 VFIO" --mode "$1" --log "$OUT/vfio-$1.log" --timeout $((1800 * slow)) \
+	boot "$1 VFIO" --mode "$1" --log "$OUT/vfio-$1.log" --timeout $((2400 * slow)) \
 		--append "hugepagesz=1G hugepages=1 hugepagesz=2M hugepages=8 $dma_append" -- \
 		env KSFT_TIMEOUT_SCALE="$ksft_scale" \
 		VFIO_ALLOCATORS="$vfio_allocators" VFIO_DRIVER_TEST_MODES="$vfio_driver_modes" \
