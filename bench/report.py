@@ -35,7 +35,7 @@ def t95(df):
 
 
 def main_metric(w):
-    if w.startswith("k_alloc"):
+    if w.startswith(("k_alloc", "k_remote")):
         return "ns_per_page"
     if w == "k_steady_emptied":
         return "ns_per_table"
@@ -208,7 +208,7 @@ def main():
         return mr / mc if mc == mc and mr == mr and mc else float("nan")
 
     print("\nUnmap and teardown side (medians): ns per unmap ioctl or call (per page freed for"
-          " k_alloc_*), and ns per table freed when the domain is freed (in-kernel map workloads):\n")
+          " k_alloc_* and k_remote_*), and ns per table freed when the domain is freed (in-kernel map workloads):\n")
     print("| workload | unmap C | unmap Rust | unmap Rust/C | teardown ns/table C | Rust | teardown Rust/C |")
     print("|---|---|---|---|---|---|---|")
     by_name = {row["workload"]: row for row in rows}

@@ -81,8 +81,10 @@ for c in "${clocks[@]}"; do
 	log="$OUT/bench-$c.log"
 	report="$OUT/bench-$c.md"
 	results="$OUT/bench-$c.results"
-	opts=(--mode "$mode" --cpus 2)
-	[ "$c" = icount ] && opts=(--mode "$mode" --icount --cpus 1)
+	# Two NUMA nodes (a socket each) for the k_remote_* workloads; under
+	# icount the second node has memory and no CPU.
+	opts=(--mode "$mode" --cpus 2 --numa)
+	[ "$c" = icount ] && opts=(--mode "$mode" --icount --cpus 1 --numa)
 	# The results' directory: the clock, and the mode unless it is the default.
 	sub=$c
 	[ "$mode" = legacy ] || sub=$c-$mode

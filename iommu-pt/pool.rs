@@ -28,7 +28,10 @@ use crate::{
         BATCH,
         CACHE_PAGES, //
     },
-    depot::Depot,
+    depot::{
+        Depot,
+        DepotPages, //
+    },
     params::Limits,
     stats::{
         self,
@@ -580,10 +583,7 @@ impl Pool {
             return note_fallback(depot);
         }
         let mut pages = depot.lock();
-        let rejected = match page {
-            Spare::Clean(p) => pages.push_clean(p).err().map(ZeroedPage::into_inner),
-            Spare::Dirty(p) => pages.push_dirty(p).err(),
-        };
+        let rejected = file(&mut pages, page).err();
         let kick = rejected.is_none() && pages.dirty.len() == 1;
         drop(pages);
         if let Some(page) = rejected {
@@ -641,28 +641,25 @@ impl Pool {
                 .depot(cache.node())
                 .filter(|depot| depot.is_set_up())
                 .map(Depot::lock);
-            let mut reject = |page: Owned<ExclusivePage>| {
-                freed += 1;
-                if let Err(e) = rejected.push_within_capacity(page) {
-                    drop(e.0);
-                }
-            };
-            while let Some(page) = cache.clean.pop() {
-                match pages.as_mut() {
-                    Some(pages) => match pages.push_clean(page) {
-                        Ok(()) => moved += 1,
-                        Err(page) => reject(page.into_inner()),
-                    },
-                    None => reject(page.into_inner()),
-                }
-            }
-            while let Some(page) = cache.dirty.pop() {
-                match pages.as_mut() {
-                    Some(pages) => match pages.push_dirty(page) {
-                        Ok(()) => moved += 1,
-                        Err(page) => reject(page),
-                    },
-                    None => reject(page),
+            let spares = core::iter::from_fn(|| {
+                cache
+                    .clean
+                    .pop()
+                    .map(Spare::Clean)
+                    .or_else(|| cache.dirty.pop().map(Spare::Dirty))
+            });
+            for page in spares {
+                let page = match pages.as_mut() {
+                    Some(pages) => file(pages, page),
+                    None => Err(into_page(page)),
+                };
+                if let Err(page) = page {
+                    freed += 1;
+                    if let Err(e) = rejected.push_within_capacity(page) {
+                        drop(e.0);
+                    }
+                } else {
+                    moved += 1;
                 }
             }
             drop(pages);
@@ -739,6 +736,14 @@ fn note_fallback(depot: &Depot) -> bool {
     depot.busy.raise();
     depot.drained.raise();
     !depot.is_set_up() && depot.wanted.raise()
+}
+
+/// Files `page` in a depot's pages, as clean or dirty, or gives it back if the depot is full.
+fn file(pages: &mut DepotPages, page: Spare) -> Result<(), Owned<ExclusivePage>> {
+    match page {
+        Spare::Clean(p) => pages.push_clean(p).map_err(ZeroedPage::into_inner),
+        Spare::Dirty(p) => pages.push_dirty(p),
+    }
 }
 
 fn into_page(page: Spare) -> Owned<ExclusivePage> {

@@ -29,10 +29,12 @@ mod pool_tests {
         alloc::{
             flags::{
                 GFP_KERNEL,
-                __GFP_NOWARN, //
+                __GFP_NOWARN,
+                __GFP_THISNODE, //
             },
             NumaNode,
         },
+        cpu::CpuId,
         iommu::pages::ZeroedPage,
         new_spinlock_irq,
         page::{
@@ -95,6 +97,50 @@ mod pool_tests {
         page.as_pin_mut().write(&[0x5a; 64], PAGE_SIZE - 64)?;
         page.as_pin_mut().write(&[0xa5; 64], 0)?;
         Ok(page)
+    }
+
+    /// The node of the current CPU's memory. Call with migration disabled.
+    fn home_node() -> Result<usize> {
+        CpuId::current().mem_node().id().ok_or(ENODEV)
+    }
+
+    /// The node with id `idx`.
+    fn node(idx: usize) -> Result<NumaNode> {
+        NumaNode::new(i32::try_from(idx).map_err(|_| EINVAL)?)
+    }
+
+    /// A node other than `home` that the page allocator has pages of.
+    ///
+    /// The KUnit stage boots two nodes (`qemu/run-guest.sh --numa`). Rust's KUnit cannot skip a
+    /// case at run time, so on a guest with one node the cases that need a second one fail, and
+    /// say why.
+    fn other_node(home: usize) -> Result<usize> {
+        for id in 0.. {
+            let Ok(nid) = NumaNode::new(id) else {
+                break;
+            };
+            if usize::try_from(id) == Ok(home) {
+                continue;
+            }
+            let flags = GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN;
+            if ZeroedPage::alloc_node(nid, flags).is_ok_and(|page| page.nid() == id) {
+                return usize::try_from(id).map_err(|_| EINVAL);
+            }
+        }
+        pr_err!("this case needs a second NUMA node with memory (qemu/run-guest.sh --numa)\n");
+        Err(ENODEV)
+    }
+
+    /// The node of each page in the depot of node `idx`, as (pages, pages of another node).
+    fn depot_nodes(pool: &Pool, idx: usize) -> Result<(usize, usize)> {
+        let pages = pool.depot(idx).ok_or(EINVAL)?.lock();
+        let nids = pages.clean.iter().map(|p| p.nid());
+        let mut counts = (0, 0);
+        for nid in Iterator::chain(nids, pages.dirty.iter().map(|p| p.nid())) {
+            counts.0 += 1;
+            counts.1 += usize::from(usize::try_from(nid) != Ok(idx));
+        }
+        Ok(counts)
     }
 
     #[test]
@@ -422,6 +468,77 @@ mod pool_tests {
         // The home node's depot is still full, and the empty node's has nothing.
         assert_eq!(filed, 32);
         assert_eq!(pool.depot(empty).ok_or(EINVAL)?.len(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn each_nodes_depot_fills_with_its_own_pages() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let one_cpu = MigrationDisabled::new();
+        let home = home_node()?;
+        drop(one_cpu);
+        let remote = other_node(home)?;
+        // Both set up, whichever CPU made the pool.
+        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
+        pool.depot(remote).ok_or(EINVAL)?.set_up(64)?;
+        refill::refill_now(&pool);
+        // Counted under each depot's lock, checked once it is dropped: a failed assertion ends
+        // the test's thread, which must not hold a spinlock then.
+        let at_home = depot_nodes(&pool, home)?;
+        let far = depot_nodes(&pool, remote)?;
+        assert_eq!(at_home, (32, 0));
+        assert_eq!(far, (32, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn requests_get_pages_of_the_node_they_name() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let one_cpu = MigrationDisabled::new();
+        let home = home_node()?;
+        let remote = other_node(home)?;
+        // Both set up, whichever CPU made the pool.
+        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
+        pool.depot(remote).ok_or(EINVAL)?.set_up(64)?;
+        refill::refill_now(&pool);
+        let local = pool.alloc(node(home)?).0.ok_or(ENOMEM)?;
+        let far = pool.alloc(node(remote)?).0.ok_or(ENOMEM)?;
+        // No node named: the calling CPU's.
+        let any = pool.alloc(NumaNode::NO_NODE).0.ok_or(ENOMEM)?;
+        drop(one_cpu);
+        let nids = [local.nid(), far.nid(), any.nid()];
+        for page in [local, far, any] {
+            pool.free_zeroed(page);
+        }
+        let (counters, _) = pool.snapshot();
+        assert_eq!(nids.map(usize::try_from), [Ok(home), Ok(remote), Ok(home)]);
+        assert_eq!(counters.hits, 3);
+        assert_eq!(counters.fallbacks, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn a_page_freed_on_a_cpu_of_another_node_goes_home() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let one_cpu = MigrationDisabled::new();
+        let home = home_node()?;
+        let remote = other_node(home)?;
+        let depot = pool.depot(remote).ok_or(EINVAL)?;
+        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
+        depot.set_up(64)?;
+        refill::refill_now(&pool);
+        let clean = pool.alloc(node(remote)?).0.ok_or(ENOMEM)?;
+        let dirty = dirty(pool.alloc(node(remote)?).0.ok_or(ENOMEM)?)?;
+        let (far_before, near_before) = (depot.len(), pool.cpu_cached(home));
+        pool.free_zeroed(clean);
+        pool.free_dirty(dirty);
+        let (far_after, near_after) = (depot.len(), pool.cpu_cached(home));
+        drop(one_cpu);
+        // Both into the remote node's depot, neither into this CPU's cache.
+        assert_eq!(far_after, far_before + 2);
+        assert_eq!(near_after, near_before);
+        let (pages, foreign) = depot_nodes(&pool, remote)?;
+        assert_eq!((pages, foreign), (32, 0));
         Ok(())
     }
 

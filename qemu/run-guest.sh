@@ -9,7 +9,7 @@
 # usage: qemu/run-guest.sh [--mode legacy|scalable|amd] [--icount] [--cpus N]
 #                          [--dma-port] [--append ARGS] [--log FILE]
 #                          [--timeout SECONDS] [--silence SECONDS]
-#                          [--tcg-threads single|multi] -- COMMAND...
+#                          [--tcg-threads single|multi] [--numa] -- COMMAND...
 #
 # --mode legacy    second-stage tables (vtdss format), the default
 # --mode scalable  scalable mode with first-stage tables (x86_64 format)
@@ -27,6 +27,11 @@
 #                  (issue 16; docs/tcg-threads-and-flr.md). The reproducer,
 #                  qemu/repro/stress-flr.sh, stalls within a minute with
 #                  multi and ran 400 s without a stall with single.
+# --numa           two NUMA nodes of 2 GiB each, one socket per node: the
+#                  first half of the vCPUs on node 0, the rest on node 1 (with
+#                  one vCPU, node 1 has memory only). One socket per node, or
+#                  the kernel warns that CPUs sharing a last-level cache sit
+#                  on different nodes (set_cpu_sibling_map()).
 # --dma-port       a virtio-serial device behind the IOMMU (iommu_platform=on)
 #                  with a port named iommu-pt.dma whose output QEMU discards:
 #                  writing to it is DMA-API traffic (map and unmap per write)
@@ -51,6 +56,7 @@ mode=legacy
 icount=0
 cpus=2
 dma_port=0
+numa=0
 append=""
 logfile=""
 timeout=1800
@@ -61,6 +67,7 @@ while [ $# -gt 0 ]; do
 	--mode) mode=${2:?--mode needs legacy, scalable or amd}; shift 2 ;;
 	--icount) icount=1; shift ;;
 	--dma-port) dma_port=1; shift ;;
+	--numa) numa=1; shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; shift 2 ;;
 	--append) append="$append ${2?--append needs an argument}"; shift 2 ;;
 	--log) logfile=${2:?--log needs a file}; shift 2 ;;
@@ -76,6 +83,8 @@ case "$timeout" in '' | *[!0-9]*) die "run-guest.sh: --timeout takes whole secon
 case "$silence" in '' | *[!0-9]*) die "run-guest.sh: --silence (IOMMU_PT_SILENCE) takes whole seconds, not '$silence'" ;; esac
 case "$tcg_threads" in single | multi) ;; *) die "run-guest.sh: --tcg-threads (IOMMU_PT_TCG_THREADS) is single or multi, not '$tcg_threads'" ;; esac
 case "$cpus" in '' | *[!0-9]* | 0) die "run-guest.sh: --cpus takes a number of vCPUs >= 1, not '$cpus'" ;; esac
+[ "$numa" -eq 0 ] || [ "$cpus" -eq 1 ] || [ $((cpus % 2)) -eq 0 ] ||
+	die "run-guest.sh: --numa splits the vCPUs between two sockets: give one or an even number, not $cpus"
 
 need_root
 mkdir -p "$OUT" "$ROOT$GUEST_WORK" "$ROOT$GUEST_REPO"
@@ -132,9 +141,22 @@ esac
 how=$accel
 [ "$accel" != tcg ] || how="$accel, $tcg_threads-threaded"
 [ "$icount" -eq 0 ] || how="$accel, icount"
-log "booting the guest ($how, $mode mode, $cpus vCPUs, 4 GiB)"
+numa_args=()
+topology="4 GiB"
+if [ "$numa" -eq 1 ]; then
+	if [ "$cpus" -eq 1 ]; then
+		numa_args=(--numa "2G,cpus=0" --numa 2G)
+	else
+		numa_args=(--numa "2G,cpus=0-$((cpus / 2 - 1))" --numa "2G,cpus=$((cpus / 2))-$((cpus - 1))")
+	fi
+	topology="2 NUMA nodes of 2 GiB"
+fi
+log "booting the guest ($how, $mode mode, $cpus vCPUs, $topology)"
 
 qemu_opts="-machine q35,kernel-irqchip=split -cpu $cpu -device $iommu -device igb,id=vfio0"
+# Merged with virtme-ng's own -smp: one socket per node.
+[ "$numa" -eq 0 ] || [ "$cpus" -eq 1 ] ||
+	qemu_opts="$qemu_opts -smp $cpus,sockets=2,cores=$((cpus / 2)),threads=1"
 # Debugging: IOMMU_PT_QEMU_EXTRA adds QEMU options (e.g. "-trace events=F,file=G").
 qemu_opts="$qemu_opts${IOMMU_PT_QEMU_EXTRA:+ $IOMMU_PT_QEMU_EXTRA}"
 # QMP, for qemu/watch-guest.sh; under $OUT, which the root shares with the host.
@@ -167,7 +189,7 @@ fi
 # The guest's shell must see the same words: quote each one.
 printf -v command '%q ' "$@"
 args=(vng --run "$kernel" "${accel_args[@]}" ${IOMMU_PT_QEMU:+--qemu "$IOMMU_PT_QEMU"} --disable-microvm --force-9p
-	--cpus "$cpus" --memory 4G --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
+	--cpus "$cpus" --memory 4G "${numa_args[@]}" --verbose --rwdir "$OUT" --rodir="$GUEST_WORK=$WORK"
 	--rodir="$GUEST_REPO=$REPO"
 	--append "$cmdline" --qemu-opts="$qemu_opts" --cwd "$GUEST_REPO"
 	--exec "${command% }")

@@ -189,9 +189,11 @@ KUNIT_SUITES=(
 
 # The boots, each a job: it boots one guest and keeps its log in $OUT. The
 # logs are judged (scripts/ktap.py) once every boot has ended.
+# Two NUMA nodes, a vCPU on each: the pool's node cases (iommu_pt_pool) need a
+# second node with memory, and stage1.sh's checks run on a two-node guest.
 job_kunit() {
-	log "stage kunit: KUnit boot (log: $OUT/kunit-boot.log)"
-	boot KUnit --log "$OUT/kunit-boot.log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
+	log "stage kunit: KUnit boot, two NUMA nodes (log: $OUT/kunit-boot.log)"
+	boot KUnit --numa --log "$OUT/kunit-boot.log" --timeout $((2100 * slow)) --append "kunit.enable=1 $extra_append" -- \
 		env POOL_BYPASS="$pool_bypass" qemu/guest/stage1.sh "$GUEST_MODULE" "$GUEST_BIN"
 }
 # job_vfio MODE: one IOMMU mode's VFIO boot. One 1 GiB and a few 2 MiB huge

@@ -51,12 +51,17 @@ run_file=/sys/kernel/debug/iommu_pt_bench/run
 # k_concurrent_1 and _2: one and two threads at once, each on its own CPU, 32
 # rounds each of a new domain, 128 sparse pages mapped into it (128 leaf
 # tables) and the domain freed (the pair is for the scaling; _2 is left out on
-# one vCPU, i.e. under --clock icount).
+# one vCPU, i.e. under --clock icount). k_remote_1 and k_remote_128 are
+# k_alloc_1 and k_alloc_128 run on CPU 0 for the tables of another node (the
+# guest has two, qemu/run-guest.sh --numa): what a CPU of one socket pays for
+# the tables of an IOMMU on the other.
 WORKLOADS=(
 	"k_alloc_burst|k|alloc 128 128"
 	"k_alloc_1|k|alloc 8192 1"
 	"k_alloc_128|k|alloc 8192 128"
 	"k_alloc_drain|k|alloc 4096 4096"
+	"k_remote_1|k|alloc 8192 1 REMOTE"
+	"k_remote_128|k|alloc 8192 128 REMOTE"
 	"k_map_dense|k|map dense 16384"
 	"k_map_sparse|k|map sparse 128"
 	"k_map_sparse_drain|k|map sparse 4096"
@@ -81,6 +86,17 @@ die() {
 	echo "bench.sh: $*" >&2
 	exit 1
 }
+# The node the remote workloads ask for: one with memory, not CPU 0's.
+cpu0_node=$(basename /sys/devices/system/cpu/cpu0/node[0-9]* | sed 's/^node//')
+remote_node=""
+for n in /sys/devices/system/node/node[0-9]*; do
+	id=${n##*/node}
+	[ "$id" != "$cpu0_node" ] || continue
+	awk '/MemTotal:/ { exit !($4 > 0) }' "$n/meminfo" && { remote_node=$id; break; }
+done
+if [ -z "$remote_node" ] && { [ "$only" = all ] || [[ ",$only," == *,k_remote_* ]]; }; then
+	die "the k_remote_* workloads need a second NUMA node with memory (bench/run.sh boots two)"
+fi
 bdf=$(igb_bdf)
 [ -n "$bdf" ] || die "no igb device ($IGB_ID)"
 bind_vfio_pci "$bdf" || die "cannot bind $bdf to vfio-pci"
@@ -91,6 +107,7 @@ insmod "$bench_ko" || die "cannot load $bench_ko"
 [ -e /sys/module/iommu_pt ] && rmmod iommu_pt
 
 echo >&3 "# guest: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r)"
+echo >&3 "# NUMA: CPU 0 on node $cpu0_node, remote workloads for node ${remote_node:-none}; nodes with memory: $(cat /sys/devices/system/node/has_memory)"
 echo >&3 "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 echo >&3 "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
 	awk -F, '{ printf "%s=%s ", $3, $1 }')"
@@ -113,7 +130,18 @@ run_workload() {
 		for k in $POOL_KEYS; do p0[$k]=$(pool_stat "$k"); done
 	fi
 	perf_out=$(mktemp)
-	if [ "$kind" = k ]; then
+	if [ "$kind" = k ] && [[ " $* " == *" REMOTE "* ]]; then
+		# On CPU 0, for the tables of a node other than its own.
+		set -- "${@/#REMOTE/$remote_node}"
+		perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
+			taskset -c 0 sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
+		out=$(cat "$run_file")
+		# What was measured: every page of the node asked for, from a CPU of another.
+		echo "$out" | awk -v want="$remote_node" '
+			{ v[$1] = $2 }
+			END { exit !(v["node"] == want && v["cpu_node"] != want && v["pages_on_node"] == v["pages"]) }' ||
+			die "$name: not every page was of node $remote_node, or CPU 0 is on it: $(echo $out)"
+	elif [ "$kind" = k ]; then
 		perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
 			sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
 		out=$(cat "$run_file")

@@ -8,9 +8,12 @@
  * when the run is over, and reading the file gives its result as
  * "name value" lines:
  *
- *   alloc ITERATIONS INFLIGHT
+ *   alloc ITERATIONS INFLIGHT [NODE]
  *	ITERATIONS table pages allocated with iommu_alloc_table_pages_node_sz()
- *	and freed with iommu_put_pages_list(), INFLIGHT at a time.
+ *	and freed with iommu_put_pages_list(), INFLIGHT at a time, for node
+ *	NODE (default NUMA_NO_NODE: the calling CPU's). Also reported: the node
+ *	of the CPU the run started on, and how many pages were of the node
+ *	asked for (all of them, unless that node ran out of memory).
  *   map dense|sparse|huge COUNT
  *	COUNT mappings on a fresh VT-d paging domain of the benchmark device,
  *	then unmapped: 4 KiB pages side by side (dense), one 4 KiB page every
@@ -49,8 +52,10 @@
 #include <linux/iommu.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/nodemask.h>
 #include <linux/pci.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -97,15 +102,19 @@ static long iommu_pages_now(void)
 	return pages;
 }
 
-static int bench_alloc(unsigned int iterations, unsigned int inflight)
+static int bench_alloc(unsigned int iterations, unsigned int inflight, int nid)
 {
 	u64 alloc_ns = 0, free_ns = 0;
-	unsigned int done = 0, i, n;
+	unsigned int done = 0, on_node = 0, i, n;
+	int cpu_node = numa_node_id();
 	void **pages;
 	ktime_t t;
 
 	if (!iterations || !inflight || inflight > MAX_INFLIGHT ||
 	    iterations > MAX_COUNT * 16)
+		return -EINVAL;
+	if (nid != NUMA_NO_NODE &&
+	    (nid < 0 || nid >= MAX_NUMNODES || !node_state(nid, N_MEMORY)))
 		return -EINVAL;
 	pages = kvcalloc(inflight, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
@@ -117,7 +126,7 @@ static int bench_alloc(unsigned int iterations, unsigned int inflight)
 		n = min(inflight, iterations - done);
 		t = ktime_get();
 		for (i = 0; i < n; i++) {
-			pages[i] = iommu_alloc_table_pages_node_sz(NUMA_NO_NODE,
+			pages[i] = iommu_alloc_table_pages_node_sz(nid,
 								   GFP_KERNEL,
 								   PAGE_SIZE);
 			if (!pages[i])
@@ -125,6 +134,9 @@ static int bench_alloc(unsigned int iterations, unsigned int inflight)
 		}
 		alloc_ns += ktime_to_ns(ktime_sub(ktime_get(), t));
 		n = i;
+		if (nid != NUMA_NO_NODE)
+			for (i = 0; i < n; i++)
+				on_node += page_to_nid(virt_to_page(pages[i])) == nid;
 		/* As generic_pt does after the IOTLB flush. */
 		t = ktime_get();
 		for (i = 0; i < n; i++)
@@ -144,6 +156,13 @@ static int bench_alloc(unsigned int iterations, unsigned int inflight)
 		  iterations, inflight, alloc_ns, free_ns,
 		  div_u64(alloc_ns + free_ns, iterations),
 		  div_u64(free_ns, iterations));
+	if (nid != NUMA_NO_NODE) {
+		size_t len = strlen(result);
+
+		scnprintf(result + len, sizeof(result) - len,
+			  "node %d\ncpu_node %d\npages_on_node %u\n",
+			  nid, cpu_node, on_node);
+	}
 	return 0;
 }
 
@@ -453,7 +472,7 @@ static ssize_t run_write(struct file *file, const char __user *ubuf,
 {
 	unsigned int a, b, c;
 	char cmd[64], word[16];
-	int ret, i;
+	int ret, i, nid;
 
 	if (len >= sizeof(cmd))
 		return -EINVAL;
@@ -465,8 +484,10 @@ static ssize_t run_write(struct file *file, const char __user *ubuf,
 	result[0] = '\0';
 	if (sscanf(cmd, "concurrent %u %u %u", &a, &b, &c) == 3) {
 		ret = bench_concurrent(a, b, c);
+	} else if (sscanf(cmd, "alloc %u %u %d", &a, &b, &nid) == 3) {
+		ret = bench_alloc(a, b, nid);
 	} else if (sscanf(cmd, "alloc %u %u", &a, &b) == 2) {
-		ret = bench_alloc(a, b);
+		ret = bench_alloc(a, b, NUMA_NO_NODE);
 	} else if (sscanf(cmd, "emptied %u %u", &a, &b) == 2) {
 		ret = bench_emptied(a, b);
 	} else if (sscanf(cmd, "churn %u %u", &a, &b) == 2) {

@@ -529,6 +529,15 @@ hp_result() {
 	hp_problems=""
 }
 
+# hp_unload_check WITH: unloads the pool, then checks that NR_IOMMU_PAGES is
+# back at the scenario's baseline (unloaded with WITH).
+hp_unload_check() {
+	pool_unload || hp_problems="$hp_problems; the module did not unload"
+	sleep 1
+	nr_iommu_pages_check "$pages0" || hp_problems="$hp_problems; nr_iommu_pages $nr_iommu_pages_change"
+	echo "# unloaded with $1: nr_iommu_pages $nr_iommu_pages_change"
+}
+
 hp_problems=""
 cpus=$(nproc --all)
 if [ "$cpus" -lt 2 ] || [ ! -w "$CPU1_ONLINE" ]; then
@@ -615,10 +624,7 @@ else
 
 	# d. Unloaded and loaded while CPU 1 is offline.
 	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
-	pool_unload || hp_problems="$hp_problems; the module did not unload"
-	sleep 1
-	nr_iommu_pages_check "$pages0" || hp_problems="$hp_problems; nr_iommu_pages $nr_iommu_pages_change"
-	echo "# unloaded with CPU 1 offline: nr_iommu_pages $nr_iommu_pages_change"
+	hp_unload_check "CPU 1 offline"
 	hp_result cpu_hotplug_unload_while_offline
 	# A depot of 64 pages, the low watermark high enough that the map below
 	# leaves it low: the worker then fills it to its capacity.
@@ -647,10 +653,7 @@ else
 	hp_check pool_spare_pfns_check "$st/d2.pfns" "$st/d2"
 	hp_result cpu_hotplug_offline_full_depot
 	cpu1_set 1 || hp_problems="$hp_problems; CPU 1 did not come online"
-	pool_unload || hp_problems="$hp_problems; the module did not unload"
-	sleep 1
-	nr_iommu_pages_check "$pages0" || hp_problems="$hp_problems; nr_iommu_pages $nr_iommu_pages_change"
-	echo "# unloaded with CPU 1 online: nr_iommu_pages $nr_iommu_pages_change"
+	hp_unload_check "CPU 1 online"
 	hp_result cpu_hotplug_no_leak
 	trap - EXIT
 fi
