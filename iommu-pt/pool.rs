@@ -271,8 +271,9 @@ impl Pool {
                     }
                 }
             } else {
-                // Another node's page: from its depot, under its lock. Rare: generic_pt asks
-                // for the node of the IOMMU, which is most often this CPU's.
+                // Another node's page: from its depot, under its lock. generic_pt asks for the
+                // IOMMU's node, so on a host of two sockets this is every request of the CPUs
+                // of the other one (`bench/`'s `k_remote_*`).
                 (nid.id().and_then(|idx| self.take_from_depot(idx)), false)
             };
             match spare {
@@ -295,7 +296,6 @@ impl Pool {
             if spare.is_some() {
                 cache.counters.outstanding += 1;
             }
-            self.note_cached(cache);
             (spare, kick)
         });
         match taken {
@@ -351,6 +351,11 @@ impl Pool {
         let after = pages.clean.len();
         drop(pages);
         cache.counters.cache_refills += 1;
+        // The cache grew: the shrinker must see it. A request that only takes a page leaves the
+        // hint above what the cache holds until the next free or refill: too high is harmless
+        // (the shrinker drains the caches, which makes the hints exact), too low would hide
+        // pages from reclaim.
+        self.note_cached(cache);
         // Only when the clean pages fall below the low watermark, not on every batch below it.
         before >= low && after < low
     }

@@ -518,6 +518,27 @@ mod pool_tests {
     }
 
     #[test]
+    fn a_node_asked_for_gets_a_filled_depot() -> Result {
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let one_cpu = MigrationDisabled::new();
+        let home = home_node()?;
+        drop(one_cpu);
+        let remote = other_node(home)?;
+        // No depot for the node yet: the request goes to C and asks for one.
+        let (page, kick) = pool.alloc(node(remote)?);
+        let fell_back = page.is_none();
+        drop(page);
+        refill::refill_now(&pool);
+        // Filled, although the request that asked for it fell back.
+        let (pages, foreign) = depot_nodes(&pool, remote)?;
+        let served = pool.alloc(node(remote)?).0.map(|page| page.nid());
+        assert!(fell_back && kick);
+        assert_eq!((pages, foreign), (32, 0));
+        assert_eq!(served.map(usize::try_from), Some(Ok(remote)));
+        Ok(())
+    }
+
+    #[test]
     fn a_page_freed_on_a_cpu_of_another_node_goes_home() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();

@@ -216,9 +216,11 @@ job_iommufd() {
 		--append "hugepagesz=2M hugepages=64 $extra_append" -- \
 		qemu/guest/iommufd-tests.sh "$GUEST_MODULE" "$GUEST_WORK/iommufd-selftests"
 }
+# Two NUMA nodes here too: tables freed on the other node's CPU go home under
+# concurrency and churn, and the CPU that goes offline is its node's only one.
 job_reliability() {
-	log "stage reliability: failures, pressure, concurrency, churn, bad input (log: $OUT/reliability.log)"
-	boot reliability --log "$OUT/reliability.log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
+	log "stage reliability: failures, pressure, concurrency, churn, bad input, two NUMA nodes (log: $OUT/reliability.log)"
+	boot reliability --numa --log "$OUT/reliability.log" --timeout $((2400 * slow)) --append "$dma_append" --dma-port -- \
 		qemu/guest/reliability.sh "$GUEST_MODULE" "$GUEST_BIN"
 }
 

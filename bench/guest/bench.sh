@@ -181,6 +181,13 @@ run_set() {
 		insmod "$pool_ko" || die "cannot load $pool_ko"
 		# Start from a full pool: the load fills it to the high watermark.
 		sleep 1
+		if [ -n "$remote_node" ]; then
+			# And the other node's depot: the pool sets a node's depot up
+			# when a request for the node first falls back, and fills it.
+			taskset -c 0 sh -c "echo 'alloc 1 1 $remote_node' >$run_file" ||
+				die "cannot ask for node $remote_node's depot"
+			sleep 1
+		fi
 	fi
 	for w in "${WORKLOADS[@]}"; do
 		IFS='|' read -r name kind args <<<"$w"
