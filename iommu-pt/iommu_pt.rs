@@ -80,7 +80,8 @@ impl kernel::Module for IommuPtModule {
             module_parameters::zero_check.value(),
         )?;
         let pool = pool::Pool::new(limits, page_allocator_checks_freed_pages())?;
-        // Fill the depot of this CPU's node before the first request.
+        // Fill the depots of the CPUs' nodes before the first request.
+        pool.set_up_cpu_nodes()?;
         refill::refill_now(&pool);
 
         let dir = Dir::new(c"iommu_pt");

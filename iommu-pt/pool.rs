@@ -220,6 +220,22 @@ impl Pool {
         Ok(Arc::new(pool, GFP_KERNEL)?)
     }
 
+    /// Sets up the depot of the node of every possible CPU, offline ones included, so that each
+    /// CPU's cache has a depot from its first request on; the worker fills them. Without it a
+    /// CPU of another node than the loading one would find no depot, and its first requests
+    /// would go to C until the worker had set one up. May sleep.
+    pub(crate) fn set_up_cpu_nodes(&self) -> Result {
+        if self.bypass {
+            return Ok(());
+        }
+        for hint in &self.hints {
+            if let Some(depot) = self.depot(hint.node.load(Relaxed)) {
+                depot.set_up(self.limits.capacity())?;
+            }
+        }
+        Ok(())
+    }
+
     /// The pool's limits.
     pub(crate) fn limits(&self) -> Limits {
         self.limits

@@ -131,6 +131,19 @@ mod pool_tests {
         Err(ENODEV)
     }
 
+    /// The current CPU's node and another node with memory, with the depots of both set up and
+    /// filled, whichever CPU made `pool`. Call with migration disabled, for the first to stay
+    /// this CPU's node.
+    fn fill_two_nodes(pool: &Pool) -> Result<(usize, usize)> {
+        let home = home_node()?;
+        let remote = other_node(home)?;
+        for idx in [home, remote] {
+            pool.depot(idx).ok_or(EINVAL)?.set_up(64)?;
+        }
+        refill::refill_now(pool);
+        Ok((home, remote))
+    }
+
     /// The node of each page in the depot of node `idx`, as (pages, pages of another node).
     fn depot_nodes(pool: &Pool, idx: usize) -> Result<(usize, usize)> {
         let pages = pool.depot(idx).ok_or(EINVAL)?.lock();
@@ -475,13 +488,8 @@ mod pool_tests {
     fn each_nodes_depot_fills_with_its_own_pages() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();
-        let home = home_node()?;
+        let (home, remote) = fill_two_nodes(&pool)?;
         drop(one_cpu);
-        let remote = other_node(home)?;
-        // Both set up, whichever CPU made the pool.
-        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
-        pool.depot(remote).ok_or(EINVAL)?.set_up(64)?;
-        refill::refill_now(&pool);
         // Counted under each depot's lock, checked once it is dropped: a failed assertion ends
         // the test's thread, which must not hold a spinlock then.
         let at_home = depot_nodes(&pool, home)?;
@@ -495,12 +503,7 @@ mod pool_tests {
     fn requests_get_pages_of_the_node_they_name() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();
-        let home = home_node()?;
-        let remote = other_node(home)?;
-        // Both set up, whichever CPU made the pool.
-        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
-        pool.depot(remote).ok_or(EINVAL)?.set_up(64)?;
-        refill::refill_now(&pool);
+        let (home, remote) = fill_two_nodes(&pool)?;
         let local = pool.alloc(node(home)?).0.ok_or(ENOMEM)?;
         let far = pool.alloc(node(remote)?).0.ok_or(ENOMEM)?;
         // No node named: the calling CPU's.
@@ -542,12 +545,8 @@ mod pool_tests {
     fn a_page_freed_on_a_cpu_of_another_node_goes_home() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();
-        let home = home_node()?;
-        let remote = other_node(home)?;
+        let (home, remote) = fill_two_nodes(&pool)?;
         let depot = pool.depot(remote).ok_or(EINVAL)?;
-        pool.depot(home).ok_or(EINVAL)?.set_up(64)?;
-        depot.set_up(64)?;
-        refill::refill_now(&pool);
         let clean = pool.alloc(node(remote)?).0.ok_or(ENOMEM)?;
         let dirty = dirty(pool.alloc(node(remote)?).0.ok_or(ENOMEM)?)?;
         let (far_before, near_before) = (depot.len(), pool.cpu_cached(home));

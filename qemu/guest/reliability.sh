@@ -492,6 +492,9 @@ result $? unload_frees_spare_pages
 #     to its capacity, so that they are freed rather than moved (the split
 #     is printed; the checks hold either way); the module unloaded with
 #     CPU 1 online.
+# The guest has two NUMA nodes, a CPU on each (scripts/test.sh boots it with
+# --numa): CPU 1 is its node's only CPU, its cache's pages go to that node's
+# depot, and CPU 0's frees of tables CPU 1 allocated go there too.
 # CPU 1 is brought back online at the end, whatever happened (trap).
 HOTPLUG_RESULTS="cpu_hotplug_offline_keeps_counts cpu_hotplug_teardown_after_offline cpu_hotplug_cycles_under_stress cpu_hotplug_cycles_no_leak cpu_hotplug_unload_while_offline cpu_hotplug_load_while_offline cpu_hotplug_online_cpu_served cpu_hotplug_offline_full_depot cpu_hotplug_no_leak"
 HOTPLUG_CYCLES=4
@@ -626,8 +629,10 @@ else
 	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
 	hp_unload_check "CPU 1 offline"
 	hp_result cpu_hotplug_unload_while_offline
-	# A depot of 64 pages, the low watermark high enough that the map below
-	# leaves it low: the worker then fills it to its capacity.
+	# Depots of 64 pages, the low watermark high enough that the map below
+	# leaves CPU 1's low: the worker then fills it to its capacity. The load
+	# sets up the depot of CPU 1's node too, offline as it is (on a guest of
+	# two NUMA nodes, another depot than the loading CPU's).
 	pool_load "$ko" capacity=64 low_watermark=48 high_watermark=64 ||
 		hp_problems="$hp_problems; the module did not load"
 	[ "$(cat "$CPU1_ONLINE")" = 0 ] || hp_problems="$hp_problems; CPU 1 was not offline"
@@ -645,7 +650,7 @@ else
 	pool_problems=""
 	stats_get d1 "$st/d1" clean dirty cpu_clean cpu_dirty
 	hp_problems="$hp_problems$pool_problems"
-	echo "# before CPU 1 goes offline: the depot holds $((d1_clean + d1_dirty - d1_cpu_clean - d1_cpu_dirty)) of its 64 pages, the CPUs' caches $((d1_cpu_clean + d1_cpu_dirty))"
+	echo "# before CPU 1 goes offline: the depots hold $((d1_clean + d1_dirty - d1_cpu_clean - d1_cpu_dirty)) pages (at most 64 each), the CPUs' caches $((d1_cpu_clean + d1_cpu_dirty))"
 	cpu1_set 0 || hp_problems="$hp_problems; CPU 1 did not go offline"
 	hp_save d2
 	hp_check pool_cpu_dead_check "$st/d1" "$st/d2"

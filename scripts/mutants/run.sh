@@ -20,12 +20,19 @@
 # again. It changes the kernel every guest boots: run it when no other guest
 # or build runs.
 #
+# A "Kernel: rt" (or "Kernel: debug") mutant runs on that checking kernel
+# (scripts/kernels.sh, as scripts/test-debug.sh boots it): the kernel is
+# built (incrementally; about 18 minutes from nothing for rt), with the
+# mutant if it is one of the tree, and its stage runs with that kernel's
+# settings.
+#
 # usage: scripts/mutants/run.sh [NAME...]    (default: every mutant)
 #
 # Logs: $IOMMU_PT_CACHE/work/mutants/NAME/. Exits 1 unless every mutant was
 # caught.
 
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../kernels.sh"
 
 need_root
 names=("$@")
@@ -37,7 +44,22 @@ fi
 [ ${#names[@]} -gt 0 ] || die "no mutants in $REPO/scripts/mutants"
 for name in "${names[@]}"; do
 	[ -f "$REPO/scripts/mutants/$name.patch" ] || die "no mutant $name (scripts/mutants/$name.patch)"
+	case "$(sed -n 's/^Kernel: //p' "$REPO/scripts/mutants/$name.patch")" in
+	'' | rt | debug) ;;
+	*) die "mutant $name: its Kernel: line names neither rt nor debug" ;;
+	esac
 done
+
+# with_kernel KERNEL [VAR=value...] COMMAND...: COMMAND with the settings of
+# KERNEL (normal, rt or debug; scripts/kernels.sh), then the VAR=value words.
+with_kernel() {
+	local k=$1
+	shift
+	(
+		[ "$k" = normal ] || kernel_settings "$k"
+		exec env "$@"
+	)
+}
 
 # A kernel mutant is undone and the kernel built again, also when the run is
 # interrupted: $SRC and $BUILD are the test command's own.
@@ -48,7 +70,8 @@ kernel_restore() {
 	{ patch -R -p1 -d "$SRC" --dry-run <"$mutant" && patch -R -p1 -d "$SRC" --quiet <"$mutant"; } \
 		>"$WORK/mutants/restore.log" 2>&1 </dev/null ||
 		die "cannot undo $mutant in $SRC (see $WORK/mutants/restore.log): run scripts/prepare-tree.sh and scripts/build-kernel.sh"
-	"$REPO/scripts/build-kernel.sh" >/dev/null || die "the kernel does not build again after a kernel mutant"
+	with_kernel "$kernel" "$REPO/scripts/build-kernel.sh" >/dev/null ||
+		die "the $kernel kernel does not build again after a kernel mutant"
 }
 trap '[ -z "$kernel_mutated" ] || kernel_restore' EXIT
 
@@ -59,6 +82,8 @@ mkdir -p "$WORK/mutants"
 for name in "${names[@]}"; do
 	patch=$REPO/scripts/mutants/$name.patch
 	stage=$(sed -n 's/^Stage: //p' "$patch")
+	kernel=$(sed -n 's/^Kernel: //p' "$patch")
+	kernel=${kernel:-normal}
 	dir=$WORK/mutants/$name
 	scratch=$dir/repo
 	rm -rf "$dir"
@@ -76,20 +101,26 @@ for name in "${names[@]}"; do
 	# The "Env:" line: VAR=value words for the stage.
 	read -r -a mutant_env <<<"$(sed -n 's/^Env: //p' "$patch")"
 	# Recorded as applied before it is: an interrupt in between still undoes it.
-	if ! { patch -p1 -d "$target" --dry-run <"$patch" &&
+	# A checking kernel the mutant does not patch is built first if it is not.
+	if [ "$kernel" != normal ] && [ "$target" != "$SRC" ] &&
+		! with_kernel "$kernel" "$REPO/scripts/build-kernel.sh" >"$dir/build-$kernel.log" 2>&1; then
+		# The checking kernel itself, before the mutant: not the mutant's fault.
+		result=BROKEN
+		warn "the $kernel kernel does not build (see $dir/build-$kernel.log)"
+	elif ! { patch -p1 -d "$target" --dry-run <"$patch" &&
 		{ [ "$target" != "$SRC" ] || kernel_mutated=$patch; } &&
 		patch -p1 -d "$target" --quiet <"$patch"; } >"$dir/apply.log" 2>&1 </dev/null; then
 		result=BROKEN
-	elif [ "$target" = "$SRC" ] && ! "$REPO/scripts/build-kernel.sh" >"$dir/build-kernel.log" 2>&1; then
+	elif [ "$target" = "$SRC" ] && ! with_kernel "$kernel" "$REPO/scripts/build-kernel.sh" >"$dir/build-kernel.log" 2>&1; then
 		result=BROKEN
-	elif ! IOMMU_PT_MODULE_OUT=$dir/module "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
+	elif ! with_kernel "$kernel" IOMMU_PT_MODULE_OUT="$dir/module" "$scratch/scripts/build-module.sh" >"$dir/build.log" 2>&1; then
 		result=BROKEN
 	elif [ "$guest_bin" != "$GUEST_BIN_OUT" ] &&
 		! IOMMU_PT_GUEST_BIN=$dir/guest-bin "$scratch/scripts/build-guest-tools.sh" >"$dir/build-tools.log" 2>&1; then
 		# A mutant of a test program: built aside, and used by the stage below.
 		result=BROKEN
-	elif ! env "${mutant_env[@]}" \
-		IOMMU_PT_MODULE_OUT=$dir/module IOMMU_PT_OUT=$dir/out IOMMU_PT_GUEST_BIN=$guest_bin \
+	elif ! with_kernel "$kernel" "${mutant_env[@]}" \
+		IOMMU_PT_MODULE_OUT="$dir/module" IOMMU_PT_OUT="$dir/out" IOMMU_PT_GUEST_BIN="$guest_bin" \
 		"$scratch/scripts/test.sh" --skip-build --skip-style --stages "$stage" >"$dir/test.log" 2>&1; then
 		# Caught only by a check that guards this defect: a stage that
 		# failed elsewhere (a flaky test, a timeout) proves nothing.
