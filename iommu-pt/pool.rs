@@ -753,10 +753,17 @@ impl Pool {
 
 /// Notes that a request for `depot`'s node fell back to C. Returns whether the worker should
 /// run: to set up a depot that is not.
+///
+/// Only a depot that exists can have been run dry: a fallback for want of a depot asks for one,
+/// which the worker then fills. Otherwise a node whose CPUs give no table back (a node of memory
+/// only, or the IOMMU's node seen from the other socket) would never be served.
 fn note_fallback(depot: &Depot) -> bool {
     depot.busy.raise();
+    if !depot.is_set_up() {
+        return depot.wanted.raise();
+    }
     depot.drained.raise();
-    !depot.is_set_up() && depot.wanted.raise()
+    false
 }
 
 /// Files `page` in a depot's pages, as clean or dirty, or gives it back if the depot is full.

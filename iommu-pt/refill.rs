@@ -116,12 +116,9 @@ fn set_up_wanted(pool: &Pool) {
     }
     let capacity = pool.limits().capacity();
     for (_, depot) in pool.depots() {
-        if depot.wanted.take() && depot.set_up(capacity).is_ok() {
-            // The requests that asked for the depot fell back because it did not exist, not
-            // because demand ran it dry: it is filled once. Otherwise a node whose CPUs give no
-            // table back (a node of memory only, or the IOMMU's node seen from the other
-            // socket) would never be served. On failure, a later request asks again.
-            depot.drained.take();
+        if depot.wanted.take() {
+            // On failure, a later request asks again.
+            let _ = depot.set_up(capacity);
         }
     }
 }

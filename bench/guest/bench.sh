@@ -130,21 +130,21 @@ run_workload() {
 		for k in $POOL_KEYS; do p0[$k]=$(pool_stat "$k"); done
 	fi
 	perf_out=$(mktemp)
-	if [ "$kind" = k ] && [[ " $* " == *" REMOTE "* ]]; then
+	local remote=0 pin=()
+	if [[ " $* " == *" REMOTE "* ]]; then
 		# On CPU 0, for the tables of a node other than its own.
 		set -- "${@/#REMOTE/$remote_node}"
+		remote=1 pin=(taskset -c 0)
+	fi
+	if [ "$kind" = k ]; then
 		perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
-			taskset -c 0 sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
+			"${pin[@]}" sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
 		out=$(cat "$run_file")
 		# What was measured: every page of the node asked for, from a CPU of another.
-		echo "$out" | awk -v want="$remote_node" '
+		[ "$remote" -eq 0 ] || echo "$out" | awk -v want="$remote_node" '
 			{ v[$1] = $2 }
 			END { exit !(v["node"] == want && v["cpu_node"] != want && v["pages_on_node"] == v["pages"]) }' ||
 			die "$name: not every page was of node $remote_node, or CPU 0 is on it: $(echo $out)"
-	elif [ "$kind" = k ]; then
-		perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
-			sh -c "echo '$*' >$run_file" || die "$name: '$*' failed"
-		out=$(cat "$run_file")
 	else
 		out=$(perf stat -x, -o "$perf_out" -e "$EVENTS" -- \
 			"$bin/vfio-map-bench" "$1" "$bdf" "${@:2}") || die "$name: vfio-map-bench $* failed"
