@@ -51,6 +51,21 @@ case "$runs" in '' | *[!0-9]*) die "bench/run.sh: --runs takes a whole number, n
 [ "$runs" -ge 2 ] || die "bench/run.sh: --runs must be at least 2 for a spread"
 case "$clock" in wall | icount | both) ;; *) die "bench/run.sh: --clock is wall, icount or both, not '$clock'" ;; esac
 case "$mode" in legacy | scalable | amd) ;; *) die "bench/run.sh: --mode is legacy, scalable or amd, not '$mode'" ;; esac
+# --only's names, checked here, before anything is built or booted, against
+# the workloads bench/guest/bench.sh defines (WORKLOADS, "name|kind|args").
+if [ "$only" != all ]; then
+	WORKLOADS=()
+	eval "$(sed -n '/^WORKLOADS=($/,/^)$/p' "$REPO/bench/guest/bench.sh")"
+	known=" ${WORKLOADS[*]%%|*} "
+	[ "$known" != "  " ] || die "bench/run.sh: no WORKLOADS found in bench/guest/bench.sh"
+	case ",$only," in
+	*,,* | *[!a-z0-9_,]*) die "bench/run.sh: --only '$only' has an empty or malformed workload name (known:${known% })" ;;
+	esac
+	IFS=, read -r -a names <<<"$only"
+	for n in "${names[@]}"; do
+		case "$known" in *" $n "*) ;; *) die "bench/run.sh: unknown workload '$n' in --only (known:${known% })" ;; esac
+	done
+fi
 
 need_root
 [ "$skip_build" -eq 1 ] || "$REPO/scripts/build-all.sh"

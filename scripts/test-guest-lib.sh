@@ -45,6 +45,12 @@
 #    counters counted twice, frees kept but counted as freed; and
 #    pool_spare_pfns_check fails a page missing, listed twice, frame 0,
 #    numbers not in lower-case hex, no list.
+#  - taint_start and taint_result, over a tainted file of ours: flags
+#    unchanged, or only O, E and N set (loading iommu_pt), pass; a new W, D
+#    or unknown flag fails, naming it; a reading missing fails.
+# And, beside the library, scripts/test.sh's --stages: a list that names no
+# stage or an empty one is refused before anything is built or booted; a
+# stage named twice is not.
 # Exits 1 if any expectation is wrong.
 
 set -u
@@ -569,6 +575,49 @@ expect "pool_spare_pfns_check passes an empty list of an empty pool" "0 " \
 	"$(check pool_spare_pfns_check "$work/empty" "$a")"
 expect "pool_spare_pfns_check fails the list of an empty pool with a page" "1 ; spare_pfns lists 3 pages, stats count 0" \
 	"$(check pool_spare_pfns_check "$work/pfns" "$a")"
+
+# Kernel taint, from a tainted file of ours, O already set at the start.
+# taint FLAGS: taint_result's output (result 1: each runs in a subshell), the
+# flags FLAGS now.
+TAINTED=$work/tainted
+taint() {
+	echo "$1" >"$TAINTED"
+	taint_result t
+}
+echo 4096 >"$TAINTED"
+taint_start
+expect "taint_result passes unchanged flags" "# t: kernel taint 4096 -> 4096
+ok 1 t" "$(taint 4096)"
+expect "taint_result passes the flags loading iommu_pt sets" "# t: kernel taint 4096 -> 274432, flags changed: E (bit 13) N (bit 18)
+ok 1 t" "$(taint $((4096 | 8192 | 262144)))"
+expect "taint_result fails a warning, naming its flag" "# t: kernel taint 4096 -> 4608, flags changed: W (bit 9)
+not ok 1 t" "$(taint $((4096 | 512)))"
+expect "taint_result fails an Oops and a flag it has no letter for" "# t: kernel taint 4096 -> 1052800, flags changed: D (bit 7) ? (bit 20)
+not ok 1 t" "$(taint $((4096 | 128 | 1048576)))"
+expect "taint_result fails a change it cannot read" "not ok 1 t" "$(taint "" | tail -n 1)"
+rm "$TAINTED"
+taint_start
+echo 4096 >"$TAINTED"
+expect "taint_result fails without a reading at the start" "not ok 1 t" "$(taint_result t | tail -n 1)"
+
+# scripts/test.sh's stage list. stages LIST: its exit status and which check
+# stopped it. IOMMU_PT_SLOW=stop makes it die at the check after the stage
+# list's, before it builds or boots: a test.sh without the stage check stops
+# there too.
+stages() {
+	local msg rc
+	msg=$(IOMMU_PT_SLOW=stop "$(dirname "$0")/test.sh" --skip-build --skip-style --stages "$1" 2>&1)
+	rc=$?
+	case "$msg" in
+	*"has an empty or malformed stage name"*) echo "$rc refused" ;;
+	*"IOMMU_PT_SLOW is a whole factor"*) echo "$rc taken" ;;
+	*) echo "$rc '$msg'" ;;
+	esac
+}
+for bad in ',' 'kunit,,vfio' 'kunit,' ' '; do
+	expect "test.sh refuses --stages '$bad'" "1 refused" "$(stages "$bad")"
+done
+expect "test.sh takes a stage named twice" "1 taken" "$(stages kunit,vfio,kunit)"
 
 [ "$failed" -eq 0 ] && echo "guest library self-test: every expectation met"
 exit "$failed"

@@ -9,7 +9,8 @@
 #
 # usage: iommufd-tests.sh MODULE.ko SELFTEST_DIR
 #
-# Per allocator, one suite of six results:
+# Per allocator, one suite of six results (seven on the pool, whose last,
+# iommu_pt_unloads, is its unload):
 #  - iommufd: the binary; its own KTAP nested below. It must run all of its
 #    IOMMUFD_TESTS tests, fail none, and skip only the tests that do not apply
 #    to a fixture variant (ALLOWED_SKIPS, counted);
@@ -31,6 +32,9 @@
 #    failure injected there: a page table of a mock domain failed and its
 #    error path ran, on the pool as on C (patch 0026 makes a table the
 #    provider serves fail like one from the page allocator).
+# Then no_kernel_reports, the kernel log's reports (lib.sh's kernel_reports),
+# and kernel_not_tainted: the kernel's taint flags changed only by the
+# module's load (lib.sh's taint_result).
 #
 # Prints nested KTAP; scripts/ktap.py reads it.
 
@@ -123,17 +127,22 @@ run_one() {
 	checks_result $((2 * idx)) "${name}_checks" "$problems"
 }
 
-# run_set ALLOCATOR INDEX: both binaries on one allocator, as one suite.
+# run_set ALLOCATOR INDEX: both binaries on one allocator, as one suite; the
+# pool's ends with its unload.
 run_set() {
-	local alloc=$1 idx=$2 t0
+	local alloc=$1 idx=$2 t0 unload=""
 	t0=$(date +%s)
 	set_failed=0
 	echo "    KTAP version 1"
 	echo "    # Subtest: iommufd_${alloc}"
-	echo "    1..6"
+	echo "    1..$([ "$alloc" = c ] && echo 6 || echo 7)"
 	run_one "$alloc" 1 iommufd iommufd "$IOMMUFD_TESTS" "$ALLOWED_SKIP_ERE" "$ALLOWED_SKIPS"
 	run_one "$alloc" 2 iommufd_fail_nth iommufd_fail_nth "$FAIL_NTH_TESTS" '^$' 0
 	run_one "$alloc" 3 iommufd_fail_nth_tables iommufd_fail_nth "$FAIL_NTH_TESTS" '^$' 0 tables
+	if [ "$alloc" = rust ]; then
+		pool_unload || unload="; rmmod iommu_pt failed"
+		checks_result 7 iommu_pt_unloads "$unload"
+	fi
 	echo "    # iommufd_${alloc}: $(($(date +%s) - t0)) s"
 	if [ "$set_failed" -eq 0 ]; then
 		echo "ok $idx iommufd_${alloc}"
@@ -145,8 +154,9 @@ run_set() {
 
 quiet_console
 status=0
+taint_start
 echo "KTAP version 1"
-echo "1..2"
+echo "1..4"
 if [ ! -c /dev/iommu ] || [ ! -d "$fi_dir/fail_page_alloc" ] || [ ! -x "$tests/iommufd" ]; then
 	echo "# setup failed: /dev/iommu, $fi_dir/fail_page_alloc or $tests/iommufd missing"
 	echo "not ok 1 iommufd_c # setup"
@@ -156,11 +166,16 @@ fi
 run_set c 1
 if pool_load "$ko" capacity=4096 high_watermark=1024; then
 	run_set rust 2
-	pool_unload || status=1
 else
 	echo "not ok 2 iommufd_rust # insmod $ko failed"
 	status=1
 fi
 rm -rf "$tmp"
-kernel_reports || status=1
+# After the two suites: the script's own results.
+# shellcheck disable=SC2034 # read by lib.sh's result
+ktap_n=2
+kernel_reports
+result $? no_kernel_reports
+taint_result kernel_not_tainted
+[ "$ktap_failures" -eq 0 ] || status=1
 exit $status

@@ -467,6 +467,37 @@ kernel_reports() {
 	[ "$count" -eq 0 ]
 }
 
+# taint_start records the kernel's taint flags; taint_result NAME is one
+# result, failed if a flag changed since, other than those that loading
+# iommu_pt sets by design (TAINT_EXPECTED: O, an out-of-tree module; E,
+# unsigned; N, KUnit tests), or if a reading is not an integer. The flags
+# that changed are named (Documentation/admin-guide/tainted-kernels.rst). It
+# sees a WARN, Oops or soft lockup that kernel_reports misses: scrolled out of
+# the log buffer, or not matched by kernel-report.ere. TAINTED is set here;
+# the host's self-test (scripts/test-guest-lib.sh) points it at a file.
+TAINTED=/proc/sys/kernel/tainted
+TAINT_LETTERS=PFSRMBUDAWCIOELKXTNJ
+TAINT_EXPECTED=$(((1 << 12) | (1 << 13) | (1 << 18)))
+taint_start() { taint0=$(cat "$TAINTED" 2>/dev/null); }
+taint_result() {
+	local now changed bit letter flags=""
+	now=$(cat "$TAINTED" 2>/dev/null)
+	if integers "${taint0:-}" "$now"; then
+		changed=$((taint0 ^ now))
+		for ((bit = 0; bit < 63; bit++)); do
+			[ $((changed >> bit & 1)) -eq 1 ] || continue
+			letter=${TAINT_LETTERS:bit:1}
+			flags="$flags ${letter:-?} (bit $bit)"
+		done
+		echo "# $1: kernel taint $taint0 -> $now${flags:+, flags changed:$flags}"
+		[ $((changed & ~TAINT_EXPECTED)) -eq 0 ]
+	else
+		echo "# $1: kernel taint '${taint0:-}' -> '$now': not integers"
+		false
+	fi
+	result $? "$1"
+}
+
 # dma_faults_expected BDF [IOMMU]: reads kernel log lines and splits off the
 # DMA faults that a test provokes on purpose (vfio_pci_driver_test's
 # memcpy_from_unmapped_iova and memcpy_to_unmapped_iova make the device read

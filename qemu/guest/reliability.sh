@@ -48,6 +48,9 @@
 #    spare_pfns lists them all); then offline and online cycles while
 #    stress-map maps and unmaps; then the module unloaded and loaded while CPU
 #    1 is offline, and the pool serving CPU 1 once it is back.
+# Last, no_kernel_reports: the kernel log's reports since boot (lib.sh's
+# kernel_reports), and kernel_not_tainted: the kernel's taint flags changed
+# only by the module's load (lib.sh's taint_result).
 
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -94,8 +97,9 @@ fi_modules_only() {
 bdf=$(igb_bdf)
 [ -n "$bdf" ] && bind_vfio_pci "$bdf"
 vfio=$(vfio_cdev "$bdf")
+taint_start
 echo "KTAP version 1"
-echo "1..31"
+echo "1..33"
 if [ ! -c "$vfio" ] || [ ! -d "$fi_dir/fail_page_alloc" ]; then
 	echo "# setup failed: igb '$bdf' on vfio-pci: $vfio; fault injection: $fi_dir/fail_page_alloc"
 	exit 1
@@ -665,5 +669,7 @@ fi
 
 zero_check_result zero_check_no_failures
 
-kernel_reports || ktap_failures=$((ktap_failures + 1))
+kernel_reports
+result $? no_kernel_reports
+taint_result kernel_not_tainted
 exit $((ktap_failures > 0))
