@@ -25,7 +25,7 @@
 #                  APIC while PCIe FLRs, which unmap and remap the device's
 #                  BARs, run on the other: the VFIO boots' silent hang
 #                  (issue 16; docs/tcg-threads-and-flr.md). The reproducer,
-#                  qemu/repro/stress-flr.sh, stalls within a minute with
+#                  docs/evidence/tcg-flr/stress-flr.sh, stalls within a minute with
 #                  multi and ran 400 s without a stall with single.
 # --numa           two NUMA nodes of 2 GiB each, one socket per node: the
 #                  first half of the vCPUs on node 0, the rest on node 1 (with
