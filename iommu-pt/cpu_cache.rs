@@ -29,28 +29,42 @@ pub(crate) const BATCH: usize = CACHE_PAGES / 2;
 ///
 /// # Invariants
 ///
-/// Both vectors have room for [`CACHE_PAGES`] elements, so pushing within that bound never
-/// allocates. They hold pages of node `node` only: callers push no other.
+/// Both vectors have a capacity of [`CACHE_PAGES`] elements exactly, so a push within it never
+/// allocates and none goes past it. They hold pages of node `node` only: callers push no other.
+/// A cache of no node (`usize::MAX`: its CPU's node unknown, or `keeps_pages` false) serves no
+/// request from its arrays and takes no page into them.
 pub(crate) struct CpuCache {
     /// The CPU's index, below `nr_cpu_ids`: its slot in [`crate::pool::Pool`]'s hints.
     cpu: usize,
     node: usize,
+    /// False for the caches of a bypassed pool, which stay of no node.
+    keeps_pages: bool,
+    /// What the cache's hint in [`crate::pool::Pool`] last said it holds.
+    published: usize,
     pub(crate) clean: KVec<ZeroedPage>,
     pub(crate) dirty: KVec<Owned<ExclusivePage>>,
     pub(crate) counters: Counters,
 }
 
 impl CpuCache {
-    /// Makes the empty cache of `cpu`, for pages of the node of its memory.
-    pub(crate) fn new(cpu: CpuId) -> Result<Self> {
-        // A CPU whose node cannot be told keeps no pages: every request goes to the depots.
-        let node = cpu.mem_node().id().unwrap_or(usize::MAX);
-        // INVARIANT: Both vectors are empty, with room for `CACHE_PAGES` pages.
+    /// Makes the empty cache of `cpu`, for pages of the node of its memory, or, unless
+    /// `keeps_pages`, one that never holds a page: a bypassed pool's, whose fast path then takes
+    /// the slow one with no test of its own.
+    pub(crate) fn new(cpu: CpuId, keeps_pages: bool) -> Result<Self> {
+        let node = node_of(cpu, keeps_pages);
+        let clean = KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?;
+        let dirty = KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?;
+        if clean.capacity() != CACHE_PAGES || dirty.capacity() != CACHE_PAGES {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Both vectors are empty, of capacity `CACHE_PAGES`.
         Ok(Self {
             cpu: cpu.as_u32() as usize,
             node,
-            clean: KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?,
-            dirty: KVec::with_capacity(CACHE_PAGES, GFP_KERNEL)?,
+            keeps_pages,
+            published: 0,
+            clean,
+            dirty,
             counters: Counters::default(),
         })
     }
@@ -70,6 +84,16 @@ impl CpuCache {
         self.clean.len() + self.dirty.len()
     }
 
+    /// What the cache's hint last said it holds.
+    pub(crate) fn published(&self) -> usize {
+        self.published
+    }
+
+    /// Records that the cache's hint now says `pages`.
+    pub(crate) fn set_published(&mut self, pages: usize) {
+        self.published = pages;
+    }
+
     /// Takes a spare page, a clean one first, as the shrinker gives them back.
     pub(crate) fn take_spare(&mut self) -> Option<Owned<ExclusivePage>> {
         self.clean
@@ -83,7 +107,7 @@ impl CpuCache {
     pub(crate) fn set_node(&mut self, cpu: CpuId) {
         if self.clean.is_empty() && self.dirty.is_empty() {
             // INVARIANT: The cache holds no page.
-            self.node = cpu.mem_node().id().unwrap_or(usize::MAX);
+            self.node = node_of(cpu, self.keeps_pages);
         }
     }
 
@@ -99,9 +123,7 @@ impl CpuCache {
 
     /// Keeps a clean page of this cache's node, or gives it back if the array is full.
     pub(crate) fn push_clean(&mut self, page: ZeroedPage) -> Result<(), ZeroedPage> {
-        if self.clean.len() >= CACHE_PAGES {
-            return Err(page);
-        }
+        // At most `CACHE_PAGES`: the capacity (type invariant).
         self.clean.push_within_capacity(page).map_err(|e| e.0)
     }
 
@@ -110,9 +132,16 @@ impl CpuCache {
         &mut self,
         page: Owned<ExclusivePage>,
     ) -> Result<(), Owned<ExclusivePage>> {
-        if self.dirty.len() >= CACHE_PAGES {
-            return Err(page);
-        }
+        // At most `CACHE_PAGES`: the capacity (type invariant).
         self.dirty.push_within_capacity(page).map_err(|e| e.0)
+    }
+}
+
+/// The node of `cpu`'s memory, or none (`usize::MAX`) if it cannot be told, when the cache is
+/// to keep no page: every request then goes to the depots.
+fn node_of(cpu: CpuId, keeps_pages: bool) -> usize {
+    match cpu.mem_node().id() {
+        Some(id) if keeps_pages => id,
+        _ => usize::MAX,
     }
 }

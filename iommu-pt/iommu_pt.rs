@@ -121,7 +121,7 @@ impl Drop for IommuPtModule {
         // Unregistering waits until no callback runs; only then can the pool be emptied.
         drop(self.provider.take());
         let (counters, _) = self.pool.snapshot();
-        let outstanding = counters.outstanding;
+        let outstanding = counters.outstanding();
         pr_info!("unloaded; {outstanding} table pages stay in live domains and go back to C\n");
     }
 }

@@ -161,7 +161,8 @@ impl Spill {
 
 impl Drop for Spill {
     fn drop(&mut self) {
-        for slot in &mut self.pages[..self.len] {
+        // `take()`, not a slice: `len <= SPILL` (type invariant) needs no bounds check here.
+        for slot in self.pages.iter_mut().take(self.len) {
             // SAFETY: The first `len` elements are initialised (type invariant), and each is
             // dropped once: `self` is not used after this.
             unsafe { slot.assume_init_drop() };
@@ -175,7 +176,7 @@ impl Pool {
     /// and leaves everything to C, as it must while
     /// [`kernel::page::page_allocator_checks_freed_pages()`].
     pub(crate) fn new(limits: Limits, bypass: bool) -> Result<Arc<Self>> {
-        let mut caches = PerCpu::new(GFP_KERNEL, CpuCache::new)?;
+        let mut caches = PerCpu::new(GFP_KERNEL, |cpu| CpuCache::new(cpu, !bypass))?;
         let nr_cpus = kernel::cpu::nr_cpu_ids() as usize;
         let mut hints = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         while hints
@@ -214,7 +215,7 @@ impl Pool {
             draining: Atomic::new(false),
             stopping: Atomic::new(false),
         };
-        if let Some(home) = CpuId::current().mem_node().id() {
+        if let Some(home) = CpuId::current().mem_node().id().filter(|_| !bypass) {
             pool.depot(home).ok_or(EINVAL)?.set_up(limits.capacity())?;
         }
         Ok(Arc::new(pool, GFP_KERNEL)?)
@@ -271,9 +272,9 @@ impl Pool {
     pub(crate) fn alloc(&self, nid: NumaNode) -> (Option<ZeroedPage>, bool) {
         let taken = self.caches.with_local(|cache| {
             cache.counters.allocs += 1;
-            let (spare, mut kick) = if self.bypass {
-                (None, false)
-            } else if cache.serves(nid) {
+            // A bypassed pool's caches are of no node and its depots are not set up: the paths
+            // below find no page for it.
+            let (spare, mut kick) = if cache.serves(nid) {
                 match cache.clean.pop() {
                     Some(page) => (Some(Spare::Clean(page)), false),
                     None => {
@@ -308,9 +309,6 @@ impl Pool {
                         kick |= note_fallback(depot);
                     }
                 }
-            }
-            if spare.is_some() {
-                cache.counters.outstanding += 1;
             }
             (spare, kick)
         });
@@ -367,16 +365,15 @@ impl Pool {
         let after = pages.clean.len();
         drop(pages);
         cache.counters.cache_refills += 1;
-        // The cache grew: the shrinker must see it. A request that only takes a page leaves the
-        // hint above what the cache holds until the next free or refill: too high is harmless
-        // (the shrinker drains the caches, which makes the hints exact), too low would hide
-        // pages from reclaim.
+        // The cache grew: the shrinker must see it (`note_grown()` says why a request that only
+        // takes a page leaves the hint as it is).
         self.note_cached(cache);
         // Only when the clean pages fall below the low watermark, not on every batch below it.
         before >= low && after < low
     }
 
     /// Takes one page from the depot of node `idx`, a clean one first.
+    #[cold]
     fn take_from_depot(&self, idx: usize) -> Option<Spare> {
         let depot = self.depot(idx)?;
         if !depot.may_have_pages() {
@@ -425,15 +422,11 @@ impl Pool {
                 return false;
             };
             cache.counters.frees += 1;
-            cache.counters.outstanding -= 1;
             if matches!(page, Spare::Clean(_)) {
                 cache.counters.frees_zeroed += 1;
             }
-            if self.bypass {
-                spill.push(into_page(page));
-                cache.counters.frees_over_capacity += 1;
-                return false;
-            }
+            // A bypassed pool's caches hold no node's pages and its depots are not set up: the
+            // page goes to `spill`.
             let mut kick = false;
             let nid = match &page {
                 Spare::Clean(p) => p.nid(),
@@ -442,7 +435,7 @@ impl Pool {
             let page = if cache.holds(nid) {
                 match self.push_local(cache, page) {
                     Ok(()) => {
-                        self.note_cached(cache);
+                        self.note_grown(cache);
                         return false;
                     }
                     Err(page) => {
@@ -476,10 +469,24 @@ impl Pool {
 
     /// Publishes how many spare pages `cache` holds, for the shrinker to count: a plain store to
     /// the CPU's own cache line.
-    #[inline]
-    fn note_cached(&self, cache: &CpuCache) {
+    #[cold]
+    fn note_cached(&self, cache: &mut CpuCache) {
+        let pages = cache.len();
         if let Some(hint) = self.hints.get(cache.cpu()) {
-            hint.pages.store(cache.len(), Relaxed);
+            hint.pages.store(pages, Relaxed);
+        }
+        cache.set_published(pages);
+    }
+
+    /// Publishes what `cache` holds if it grew past what its hint says. The hint may stay above
+    /// what the cache holds (requests take pages without publishing, and a free that leaves the
+    /// cache below the hint need not), which is harmless: the shrinker drains the caches, which
+    /// makes the hints exact. Below would hide pages from reclaim. For the free path: a free
+    /// into a cache below its hint, the common case, stores nothing.
+    #[inline]
+    fn note_grown(&self, cache: &mut CpuCache) {
+        if cache.len() > cache.published() {
+            self.note_cached(cache);
         }
     }
 
@@ -546,6 +553,7 @@ impl Pool {
     /// Moves a batch of pages of the kind of `like` from `cache` to its node's depot. What the
     /// depot has no room for goes to `out`, and if the depot looks full, it is not even locked.
     /// Returns whether the worker should run (the depot got its first dirty pages).
+    #[cold]
     fn spill_cache(&self, cache: &mut CpuCache, like: &Spare, out: &mut Spill) -> bool {
         cache.counters.cache_spills += 1;
         let clean = matches!(like, Spare::Clean(_));
@@ -592,12 +600,17 @@ impl Pool {
 
     /// Gives `page`, of node `nid`, to that node's depot, or to `out` if the depot has no
     /// room. Returns whether the worker should run.
+    #[cold]
     fn give_to_depot(&self, nid: i32, page: Spare, out: &mut Spill) -> bool {
         let depot = usize::try_from(nid).ok().and_then(|idx| self.depot(idx));
         let Some(depot) = depot else {
             out.push(into_page(page));
             return false;
         };
+        if self.bypass {
+            out.push(into_page(page));
+            return false;
+        }
         depot.busy.raise();
         if !depot.is_set_up() {
             out.push(into_page(page));
@@ -695,6 +708,7 @@ impl Pool {
     /// hotplug callback that runs before the CPU comes up.
     pub(crate) fn cpu_prepare(&self, cpu: &OfflineCpu<'_>) {
         self.caches.with_offline(cpu, |cache| {
+            // A bypassed pool's cache stays of no node.
             cache.set_node(cpu.id());
             if let Some(hint) = self.hints.get(cache.cpu()) {
                 hint.node.store(cache.node(), Relaxed);
@@ -757,6 +771,7 @@ impl Pool {
 /// Only a depot that exists can have been run dry: a fallback for want of a depot asks for one,
 /// which the worker then fills. Otherwise a node whose CPUs give no table back (a node of memory
 /// only, or the IOMMU's node seen from the other socket) would never be served.
+#[cold]
 fn note_fallback(depot: &Depot) -> bool {
     depot.busy.raise();
     if !depot.is_set_up() {

@@ -81,9 +81,15 @@ counters! {
     cache_refills: u64,
     /// Times a CPU's cache gave a batch of pages to its node's depot, or freed it.
     cache_spills: u64,
-    /// Pages handed out minus pages returned, on this CPU; the sum is the tables in live IOMMU
-    /// domains.
-    outstanding: i64,
+}
+
+impl Counters {
+    /// Pages handed out minus pages returned (each free returns one, whoever allocated it):
+    /// summed over the CPUs, the tables in live IOMMU domains. Not a counter of its own, which
+    /// would be one more addition on each request and each free.
+    pub(crate) fn outstanding(&self) -> i64 {
+        (self.hits as i64).wrapping_sub(self.frees as i64)
+    }
 }
 
 /// Counters of the refill worker and the shrinker.
@@ -152,6 +158,7 @@ pub(crate) fn show(
     f: &mut fmt::Formatter<'_>,
 ) -> fmt::Result {
     counters.show(f)?;
+    writeln!(f, "outstanding {}", counters.outstanding())?;
     writeln!(f, "zeroed {}", worker.zeroed.load(Relaxed))?;
     writeln!(f, "refills {}", worker.refills.load(Relaxed))?;
     writeln!(

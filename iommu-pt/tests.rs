@@ -144,6 +144,12 @@ mod pool_tests {
         Ok((home, remote))
     }
 
+    /// The pages the CPUs' caches hold, counted on each CPU (the shrinker's hints may say more).
+    fn cpu_cache_pages(pool: &Pool) -> usize {
+        let (_, spare) = pool.snapshot();
+        spare.cpu_clean + spare.cpu_dirty
+    }
+
     /// The node of each page in the depot of node `idx`, as (pages, pages of another node).
     fn depot_nodes(pool: &Pool, idx: usize) -> Result<(usize, usize)> {
         let pages = pool.depot(idx).ok_or(EINVAL)?.lock();
@@ -190,7 +196,7 @@ mod pool_tests {
         assert_eq!(counters.allocs, 1);
         assert_eq!(counters.hits, 1);
         assert_eq!(counters.frees, 1);
-        assert_eq!(counters.outstanding, 0);
+        assert_eq!(counters.outstanding(), 0);
         Ok(())
     }
 
@@ -545,20 +551,65 @@ mod pool_tests {
     fn a_page_freed_on_a_cpu_of_another_node_goes_home() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();
-        let (home, remote) = fill_two_nodes(&pool)?;
+        let (_, remote) = fill_two_nodes(&pool)?;
         let depot = pool.depot(remote).ok_or(EINVAL)?;
         let clean = pool.alloc(node(remote)?).0.ok_or(ENOMEM)?;
         let dirty = dirty(pool.alloc(node(remote)?).0.ok_or(ENOMEM)?)?;
-        let (far_before, near_before) = (depot.len(), pool.cpu_cached(home));
+        let (far_before, near_before) = (depot.len(), cpu_cache_pages(&pool));
         pool.free_zeroed(clean);
         pool.free_dirty(dirty);
-        let (far_after, near_after) = (depot.len(), pool.cpu_cached(home));
+        let (far_after, near_after) = (depot.len(), cpu_cache_pages(&pool));
         drop(one_cpu);
         // Both into the remote node's depot, neither into this CPU's cache.
         assert_eq!(far_after, far_before + 2);
         assert_eq!(near_after, near_before);
         let (pages, foreign) = depot_nodes(&pool, remote)?;
         assert_eq!((pages, foreign), (32, 0));
+        Ok(())
+    }
+
+    #[test]
+    fn the_shrinker_counts_every_page_a_cpu_caches() -> Result {
+        // First, for the pool's depot to be of this CPU's node.
+        let one_cpu = MigrationDisabled::new();
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let home = home_node()?;
+        // What the CPUs' caches hold, as their hints tell the shrinker.
+        let hinted = |pool: &Pool| {
+            pool.depots()
+                .map(|(idx, _)| pool.cpu_cached(idx))
+                .sum::<usize>()
+        };
+        // Pages of this node from the page allocator, to give back more than the cache took.
+        let mut extra = KVec::with_capacity(4, GFP_KERNEL)?;
+        for _ in 0..4 {
+            extra.push(
+                ZeroedPage::alloc_node(node(home)?, GFP_KERNEL | __GFP_THISNODE)?,
+                GFP_KERNEL,
+            )?;
+        }
+        // The first request moves a batch into this CPU's cache, the next ones take from it
+        // without telling the shrinker; the frees bring it back to the batch, then past it.
+        let taken = drain(&pool, 8)?;
+        let mut counts = KVec::new();
+        for page in Iterator::chain(taken.into_iter(), extra) {
+            pool.free_zeroed(page);
+            counts.push((hinted(&pool), cpu_cache_pages(&pool)), GFP_KERNEL)?;
+        }
+        let held = cpu_cache_pages(&pool);
+        let freed = pool.drain_cpu_caches(home);
+        let after = (hinted(&pool), cpu_cache_pages(&pool));
+        drop(one_cpu);
+        assert_eq!(held, BATCH + 4);
+        // After each free, the hints say at least what the caches hold.
+        let short = counts.iter().filter(|(hint, held)| hint < held);
+        for (hint, held) in short.clone() {
+            pr_err!("the hints say {hint} pages, the caches hold {held}\n");
+        }
+        assert_eq!(short.count(), 0);
+        // The drain reached every page, and left the hints exact.
+        assert_eq!(freed, held);
+        assert_eq!(after, (0, 0));
         Ok(())
     }
 
