@@ -247,6 +247,8 @@ class Judge:
         self.verbose = verbose
         self.problems = []
         self.contexts = []
+        # The path (suite/.../test) of every failed leaf, known once the tree is.
+        self.failed_paths = []
         self.suites = []
         self.documents = []
         # The document results go to; below it, documents it interrupted.
@@ -556,6 +558,8 @@ class Judge:
     def walk(self, r, prefix, allow_skip, allow_empty):
         path = prefix + r.name
         if r.children is None:
+            if r.kind == FAIL:
+                self.failed_paths.append(path)
             if r.kind == SKIP and not any(re.search(p, path) for p in allow_skip):
                 self.problem(f"skipped: {path} # {r.directive}{r.reason.rstrip()}: not allowed by --allow-skip",
                              r.line)
@@ -579,7 +583,7 @@ def make_suite(r):
 
 
 def parse(lines, verbose, allow_skip=(), allow_empty=(), min_results=None):
-    """Returns (suites, problems, contexts) for the KTAP output in lines.
+    """Returns (suites, problems, contexts, failed_paths) for the KTAP output in lines.
 
     contexts holds (title, lines): for each of the first REPORTS_SHOWN kernel
     reports, the report's line and the REPORT_CONTEXT lines after it; for each
@@ -589,7 +593,7 @@ def parse(lines, verbose, allow_skip=(), allow_empty=(), min_results=None):
     judge = Judge(verbose)
     judge.finish(judge.feed(lines))
     judge.check_tree(allow_skip, allow_empty, min_results)
-    return judge.suites, judge.problems, judge.contexts
+    return judge.suites, judge.problems, judge.contexts, judge.failed_paths
 
 
 def table(suites, pattern):
@@ -652,8 +656,8 @@ def main():
 
     try:
         with open(args.log, errors="replace") as f:
-            suites, problems, contexts = parse(f, not args.quiet, args.allow_skip, args.allow_empty,
-                                               args.min_results)
+            suites, problems, contexts, failed_paths = parse(f, not args.quiet, args.allow_skip,
+                                                             args.allow_empty, args.min_results)
     except OSError as e:
         print(f"ktap.py: cannot read the log {args.log}: {e.strerror}", file=sys.stderr)
         return 2
@@ -671,6 +675,10 @@ def main():
         table(suites, args.table)
     for p in problems:
         print(f"PROBLEM: {p}")
+    # One line per failed test with its whole path, which scripts/mutants/run.sh
+    # matches against a mutant's "Caught by:" suite.test names.
+    for path in failed_paths:
+        print(f"FAILED TEST: {path}")
     for title, lines in contexts:
         print(f"{title} in {args.log}:")
         for line in lines:

@@ -63,6 +63,7 @@ CASES = [
     ("expected suite missing", "clean.log", CLEAN + ["--expect", "gamma"], "FAIL",
      "expected suite gamma did not run"),
     ("failed test", "failed.log", [], "FAIL", "PROBLEM: failed: one"),
+    ("failed test, named with its path", "failed.log", [], "FAIL", "FAILED TEST: suite/one"),
     ("DMAR fault", "dmar.log", [], "FAIL", "kernel report: DMAR: [DMA Write NO_PASID]"),
     # AMD-Vi's event log (drivers/iommu/amd/iommu.c): a fault of a device, an event of the IOMMU,
     # and the command and event queues' own failures.

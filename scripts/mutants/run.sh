@@ -125,11 +125,16 @@ for name in "${names[@]}"; do
 		# Caught only by a check that guards this defect: a stage that
 		# failed elsewhere (a flaky test, a timeout) proves nothing.
 		result=ELSEWHERE
-		# "Caught by:" lists tests, comma-separated, a KUnit one as
-		# suite.test; words in parentheses are remarks.
+		# "Caught by:" lists tests, comma-separated, one in a suite as
+		# suite.test; words in parentheses are remarks. Matched against
+		# ktap.py's "FAILED TEST: path" lines: suite.test only by a test
+		# of that name in that suite, not by one of its name elsewhere.
 		for t in $(sed -n 's/^Caught by: //p' "$patch" | sed 's/([^)]*)//g' | tr ',' ' '); do
-			if grep -Eq "(^|[ |])not ok [0-9]+ ${t##*.}( |\$)|^PROBLEM: failed: (.*[.])?${t##*.}\$" \
-				"$dir/test.log"; then
+			case "$t" in
+			*.*) path="${t%.*}/${t##*.}" ;;
+			*) path=$t ;;
+			esac
+			if grep -Eq "^FAILED TEST: (.*/)?$path\$" "$dir/test.log"; then
 				result=caught
 			fi
 		done
