@@ -373,7 +373,6 @@ impl Pool {
     }
 
     /// Takes one page from the depot of node `idx`, a clean one first.
-    #[cold]
     fn take_from_depot(&self, idx: usize) -> Option<Spare> {
         let depot = self.depot(idx)?;
         if !depot.may_have_pages() {
@@ -467,27 +466,33 @@ impl Pool {
         }
     }
 
-    /// Publishes how many spare pages `cache` holds, for the shrinker to count: a plain store to
-    /// the CPU's own cache line.
-    #[cold]
+    /// Publishes how many spare pages `cache` holds, for the shrinker to count.
     fn note_cached(&self, cache: &mut CpuCache) {
+        self.publish(cache, cache.len());
+    }
+
+    /// Raises what `cache`'s hint says if the cache grew past it: to the next multiple of
+    /// [`BATCH`], so that frees that fill a cache one page after the other store once a batch.
+    /// The hint may stay above what the cache holds (requests take pages without publishing,
+    /// and a free that leaves the cache below the hint need not), which is harmless: the
+    /// shrinker drains the caches, which makes the hints exact. Below would hide pages from
+    /// reclaim. A free into a cache below its hint, the common case, stores nothing.
+    #[inline]
+    fn note_grown(&self, cache: &mut CpuCache) {
         let pages = cache.len();
+        if pages > cache.published() {
+            self.publish(cache, pages.next_multiple_of(BATCH));
+        }
+    }
+
+    /// Tells the shrinker that `cache` holds at most `pages`: a plain store to the CPU's own
+    /// cache line.
+    #[cold]
+    fn publish(&self, cache: &mut CpuCache, pages: usize) {
         if let Some(hint) = self.hints.get(cache.cpu()) {
             hint.pages.store(pages, Relaxed);
         }
         cache.set_published(pages);
-    }
-
-    /// Publishes what `cache` holds if it grew past what its hint says. The hint may stay above
-    /// what the cache holds (requests take pages without publishing, and a free that leaves the
-    /// cache below the hint need not), which is harmless: the shrinker drains the caches, which
-    /// makes the hints exact. Below would hide pages from reclaim. For the free path: a free
-    /// into a cache below its hint, the common case, stores nothing.
-    #[inline]
-    fn note_grown(&self, cache: &mut CpuCache) {
-        if cache.len() > cache.published() {
-            self.note_cached(cache);
-        }
     }
 
     /// The spare pages the caches of the CPUs of node `idx` hold, as of their last change.
@@ -600,7 +605,6 @@ impl Pool {
 
     /// Gives `page`, of node `nid`, to that node's depot, or to `out` if the depot has no
     /// room. Returns whether the worker should run.
-    #[cold]
     fn give_to_depot(&self, nid: i32, page: Spare, out: &mut Spill) -> bool {
         let depot = usize::try_from(nid).ok().and_then(|idx| self.depot(idx));
         let Some(depot) = depot else {
