@@ -291,7 +291,8 @@ impl Pool {
                 // Another node's page: from its depot, under its lock. generic_pt asks for the
                 // IOMMU's node, so on a host of two sockets this is every request of the CPUs
                 // of the other one (`bench/`'s `k_remote_*`).
-                (nid.id().and_then(|idx| self.take_from_depot(idx)), false)
+                nid.id()
+                    .map_or((None, false), |idx| self.take_from_depot(idx))
             };
             match spare {
                 Some(Spare::Clean(_)) => cache.counters.hits += 1,
@@ -372,18 +373,25 @@ impl Pool {
         before >= low && after < low
     }
 
-    /// Takes one page from the depot of node `idx`, a clean one first.
-    fn take_from_depot(&self, idx: usize) -> Option<Spare> {
-        let depot = self.depot(idx)?;
+    /// Takes one page from the depot of node `idx`, a clean one first. Returns also whether the
+    /// worker should run: the page taken was the one that left the depot's clean pages below the
+    /// low watermark, as `refill_cache()` tells for a batch. Without it a depot that only
+    /// CPUs of other nodes use would be refilled only once they ran it dry.
+    fn take_from_depot(&self, idx: usize) -> (Option<Spare>, bool) {
+        let Some(depot) = self.depot(idx) else {
+            return (None, false);
+        };
         if !depot.may_have_pages() {
-            return None;
+            return (None, false);
         }
+        // In use: the worker waits for its quiet period before it zeroes or refills.
+        depot.busy.raise();
         let mut pages = depot.lock();
-        pages
-            .clean
-            .pop()
-            .map(Spare::Clean)
-            .or_else(|| pages.dirty.pop().map(Spare::Dirty))
+        let clean = pages.clean.len();
+        match pages.clean.pop() {
+            Some(page) => (Some(Spare::Clean(page)), clean == self.limits.low()),
+            None => (pages.dirty.pop().map(Spare::Dirty), false),
+        }
     }
 
     /// Takes back a table that generic_pt cleared entry by entry: clean as it is.

@@ -527,6 +527,41 @@ mod pool_tests {
     }
 
     #[test]
+    fn a_request_that_takes_a_depot_below_its_low_watermark_wakes_the_worker() -> Result {
+        // Depots of 32 clean pages, a low watermark of 4.
+        let pool = filled_pool(64, 4, 32, 0)?;
+        let mut pages = KVec::with_capacity(64, GFP_KERNEL)?;
+        let mut kicks = [
+            KVec::with_capacity(32, GFP_KERNEL)?,
+            KVec::with_capacity(32, GFP_KERNEL)?,
+        ];
+        let one_cpu = MigrationDisabled::new();
+        let (home, remote) = fill_two_nodes(&pool)?;
+        for (idx, kicked) in Iterator::zip([home, remote].into_iter(), kicks.iter_mut()) {
+            for n in 0..32 {
+                let (page, kick) = pool.alloc(node(idx)?);
+                if kick {
+                    kicked.push_within_capacity(n).map_err(|_| ENOMEM)?;
+                }
+                if let Some(Err(e)) = page.map(|page| pages.push_within_capacity(page)) {
+                    pool.free_zeroed(e.0);
+                }
+            }
+        }
+        drop(one_cpu);
+        let served = pages.len();
+        for page in pages {
+            pool.free_zeroed(page);
+        }
+        assert_eq!(served, 64);
+        // This CPU's node: the first request moved the whole depot into the cache, a batch.
+        assert_eq!(&kicks[0][..], &[0][..]);
+        // The other node's depot, a page at a time: the 29th request left 3 clean pages.
+        assert_eq!(&kicks[1][..], &[28][..]);
+        Ok(())
+    }
+
+    #[test]
     fn a_node_asked_for_gets_a_filled_depot() -> Result {
         let pool = filled_pool(64, 4, 32, 0)?;
         let one_cpu = MigrationDisabled::new();
