@@ -190,8 +190,14 @@ fi_modules_only
 fi_set probability 100
 fi_set times 100000
 map_start "$bin/iommufd-map" "$vfio" 64
-# The worker's run, after its quiet period, tries to refill.
-sleep 1
+# The worker's run, after its quiet period, tries to refill: wait for it to
+# start (up to 30 s rather than a fixed second, so that a slow kernel does
+# not fail for want of time), then for the pool's statistics to settle.
+for _ in $(seq 60); do
+	[ "$(pool_stat worker_runs)" -eq "$runs0" ] || break
+	sleep 0.5
+done
+pool_wait_quiet 10 || echo "# the pool's statistics still moved after 10 s"
 injected=$((100000 - $(cat "$fi_dir/fail_page_alloc/times")))
 fi_reset
 fb=$(($(pool_stat fallbacks) - fb0))
@@ -202,7 +208,9 @@ map_next
 map_end
 [ "$map_status" -eq 0 ] && [ "$injected" -ge 1 ] && [ "$rf" -eq 0 ] && [ "$runs" -ge 1 ] &&
 	[ -n "$o0" ] && [ "$(pool_stat outstanding)" -eq "$o0" ]
-result $? fault_refill_worker
+ok=$?
+[ "$ok" -eq 0 ] || pool_stats_read | sed 's/^/# stats: /'
+result $ok fault_refill_worker
 total_tried=$((total_tried + injected))
 total_failed=$((total_failed + injected))
 pool_unload
