@@ -96,8 +96,9 @@ pub(crate) fn refill_now(pool: &Pool) {
         if !depot.is_set_up() {
             continue;
         }
-        let zeroed = zero_dirty(depot, limits.high());
+        let (zeroed, freed) = zero_dirty(depot, limits.high());
         stats.zeroed.add(zeroed as u64, Relaxed);
+        stats.zeroed_freed.add(freed as u64, Relaxed);
         if depot.drained.take() {
             stats.refills_skipped.add(1, Relaxed);
             continue;
@@ -124,12 +125,14 @@ fn set_up_wanted(pool: &Pool) {
 }
 
 /// Zeroes the depot's dirty pages, a batch at a time outside its lock, until it has `high` clean
-/// pages. Returns how many it zeroed.
+/// pages. Returns how many it zeroed, and how many of those the depot had no room for when they
+/// came back (frees filled it meanwhile): those went to the page allocator.
 ///
 /// Beyond `high`, dirty pages stay dirty: a request that takes one zeroes it, as C would zero a
 /// fresh page, and one that the shrinker frees is never zeroed at all.
-fn zero_dirty(depot: &Depot, high: usize) -> usize {
+fn zero_dirty(depot: &Depot, high: usize) -> (usize, usize) {
     let mut zeroed = 0;
+    let mut freed = 0;
     loop {
         let mut batch: [Option<Owned<ExclusivePage>>; BATCH] = [const { None }; BATCH];
         {
@@ -145,12 +148,12 @@ fn zero_dirty(depot: &Depot, high: usize) -> usize {
         let batch = batch.map(|page| page.map(ZeroedPage::zero));
         let n = batch.iter().flatten().count();
         if n == 0 {
-            return zeroed;
+            return (zeroed, freed);
         }
         zeroed += n;
-        file_clean(depot, batch);
+        freed += n - file_clean(depot, batch);
         if n < BATCH {
-            return zeroed;
+            return (zeroed, freed);
         }
     }
 }

@@ -96,6 +96,9 @@ impl Counters {
 pub(crate) struct WorkerStats {
     /// Returned pages the worker zeroed.
     pub(crate) zeroed: Atomic<u64>,
+    /// Pages the worker zeroed that their depot, filled by frees meanwhile, had no room for:
+    /// freed to the page allocator.
+    pub(crate) zeroed_freed: Atomic<u64>,
     /// Pages the worker allocated to refill a depot.
     pub(crate) refills: Atomic<u64>,
     /// Times the worker left a depot to be refilled by returned tables rather than the page
@@ -124,6 +127,7 @@ impl WorkerStats {
     pub(crate) const fn new() -> Self {
         Self {
             zeroed: Atomic::new(0),
+            zeroed_freed: Atomic::new(0),
             refills: Atomic::new(0),
             refills_skipped: Atomic::new(0),
             quiet_waits: Atomic::new(0),
@@ -160,6 +164,7 @@ pub(crate) fn show(
     counters.show(f)?;
     writeln!(f, "outstanding {}", counters.outstanding())?;
     writeln!(f, "zeroed {}", worker.zeroed.load(Relaxed))?;
+    writeln!(f, "zeroed_freed {}", worker.zeroed_freed.load(Relaxed))?;
     writeln!(f, "refills {}", worker.refills.load(Relaxed))?;
     writeln!(
         f,
