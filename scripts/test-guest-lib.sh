@@ -39,10 +39,16 @@
 #    pool_counters_kept fails a counter gone backwards or missing on either
 #    side; pool_cpu_dead_check fails pages lost, a move counted short or
 #    twice, a CPU that held no page, the dead CPU's counters lost, no
-#    cpu_dead_moved line; pool_shrunk_check fails the CPUs' caches left
-#    alone, shrunk one page short or over, an idle pool refilled, nothing
-#    to give back; pool_spare_balance fails a page too many, a dead CPU's
-#    counters counted twice, frees kept but counted as freed; and
+#    cpu_dead_moved line; pool_spare_conserved passes pages served, freed,
+#    refilled, spilled, shrunk and freed from a dead CPU, each as counted,
+#    and fails a page lost, a page shrunk but kept, a counter missing;
+#    pool_shrunk_check passes a refill the shrinker took too, and fails the
+#    CPUs' caches left alone, shrunk one page short or over, an idle pool
+#    refilled, nothing to give back; pool_spare_balance fails a page too
+#    many, a dead CPU's counters counted twice, frees kept but counted as
+#    freed; pool_tables_check passes tables from the pool, from C and one
+#    freed to the pool meanwhile, and fails a table either the kernel or the
+#    pool counts alone, an empty reading, a counter missing; and
 #    pool_spare_pfns_check fails a page missing, listed twice, frame 0,
 #    numbers not in lower-case hex, no list.
 #  - taint_start and taint_result, over a tainted file of ours: flags
@@ -362,7 +368,7 @@ pstats() {
 	shift
 	printf '%s\n' "allocs 104" "hits 100" "fallbacks 4" "frees 60" "frees_over_capacity 0" \
 		"frees_zeroed 12" "zero_check_failures 0" "zeroed_on_alloc 3" "cache_refills 5" \
-		"cache_spills 2" "outstanding 40" "zeroed 16" "refills 256" "refills_skipped 0" \
+		"cache_spills 2" "outstanding 40" "zeroed 16" "zeroed_freed 0" "refills 256" "refills_skipped 0" \
 		"quiet_waits 7" "cpu_busy_waits 0" "worker_runs 3" "worker_ns 123456" "shrunk 0" \
 		"cpu_dead_moved 0" "cpu_dead_freed 0" "clean 200" "dirty 16" "cpu_clean 20" \
 		"cpu_dirty 10" "bypass 0" |
@@ -491,21 +497,56 @@ expect "pool_cpu_dead_check fails without cpu_dead_moved" \
 	"1 ; cpu_dead_moved '0' -> '': not one integer each; after: cpu_dead_moved '' missing, repeated or not an integer; cpu_dead_moved + cpu_dead_freed +0, but 30 pages left the CPUs' caches" \
 	"$(check pool_cpu_dead_check "$b" "$a")"
 
+# pool_spare_conserved: from the 216 spare pages of $b.
+pstats "$a" hits=110 allocs=114 frees=70
+pool_spare_conserved "$b" "$a"
+expect "pool_spare_conserved passes pages served and freed back" "0 ''" "$? '$pool_problems'"
+expect "pool_spare_conserved's detail" \
+	"spare pages 216 + refills 0 + frees 10 - frees_over_capacity 0 - hits 10 - shrunk 0 - cpu_dead_freed 0 - zeroed_freed 0 = 216, 216 after" \
+	"$pool_detail"
+pstats "$a" refills=288 frees=63 frees_over_capacity=34 hits=101 allocs=105 shrunk=16 cpu_dead_freed=5 clean=185 dirty=10
+expect "pool_spare_conserved passes refills, a spill to the page allocator, a shrink and a dead CPU's pages" "0 " \
+	"$(check pool_spare_conserved "$b" "$a")"
+pstats "$a" zeroed=48 zeroed_freed=3 clean=197
+expect "pool_spare_conserved passes zeroed pages the depot had no room for" "0 " \
+	"$(check pool_spare_conserved "$b" "$a")"
+pstats "$a" zeroed=48 clean=197
+expect "pool_spare_conserved fails zeroed pages freed uncounted" \
+	"1 ; spare pages not conserved: the counters account for 216, the pool holds 213" \
+	"$(check pool_spare_conserved "$b" "$a")"
+pstats "$a" clean=199
+expect "pool_spare_conserved fails a page lost" \
+	"1 ; spare pages not conserved: the counters account for 216, the pool holds 215" \
+	"$(check pool_spare_conserved "$b" "$a")"
+pstats "$a" shrunk=1
+expect "pool_spare_conserved fails a page counted as shrunk and kept" \
+	"1 ; spare pages not conserved: the counters account for 215, the pool holds 216" \
+	"$(check pool_spare_conserved "$b" "$a")"
+pstats "$a" refills=-
+expect "pool_spare_conserved fails without refills" \
+	"1 ; a: refills '' missing, repeated or not an integer; spare pages not conserved: the counters account for -40, the pool holds 216" \
+	"$(check pool_spare_conserved "$b" "$a")"
+
 # pool_shrunk_check: the 216 spare pages, 30 in the CPUs' caches.
 pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216
 pool_shrunk_check "$b" "$a"
 expect "pool_shrunk_check passes every spare page given back" "0 ''" "$? '$pool_problems'"
 expect "pool_shrunk_check's detail" \
-	"pool: clean 200 -> 0, dirty 16 -> 0 (in the CPUs' caches 30 -> 0), shrunk +216" "$pool_detail"
+	"pool: clean 200 -> 0, dirty 16 -> 0 (in the CPUs' caches 30 -> 0), shrunk +216; spare pages 216 + refills 0 + frees 0 - frees_over_capacity 0 - hits 0 - shrunk 216 - cpu_dead_freed 0 - zeroed_freed 0 = 0, 0 after" \
+	"$pool_detail"
+pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=226 refills=266 worker_runs=4
+expect "pool_shrunk_check passes a refill meanwhile that the shrinker took too" "0 " \
+	"$(check pool_shrunk_check "$b" "$a")"
 pstats "$a" clean=20 dirty=10 shrunk=186
 expect "pool_shrunk_check fails the CPUs' caches left alone" \
-	"1 ; spare pages left: clean 20, dirty 10; shrunk +186, but there were 216 spare pages" \
-	"$(check pool_shrunk_check "$b" "$a")"
+	"1 ; spare pages left: clean 20, dirty 10" "$(check pool_shrunk_check "$b" "$a")"
 pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=215
-expect "pool_shrunk_check fails shrunk one page short" "1 ; shrunk +215, but there were 216 spare pages" \
+expect "pool_shrunk_check fails shrunk one page short (a page lost)" \
+	"1 ; spare pages not conserved: the counters account for 1, the pool holds 0" \
 	"$(check pool_shrunk_check "$b" "$a")"
 pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=217
-expect "pool_shrunk_check fails shrunk one page over" "1 ; shrunk +217, but there were 216 spare pages" \
+expect "pool_shrunk_check fails shrunk one page over" \
+	"1 ; spare pages not conserved: the counters account for -1, the pool holds 0" \
 	"$(check pool_shrunk_check "$b" "$a")"
 pstats "$a" clean=256 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216 refills=512 worker_runs=4
 expect "pool_shrunk_check fails an idle pool refilled after" "1 ; spare pages left: clean 256, dirty 0" \
@@ -520,18 +561,19 @@ expect "pool_shrunk_check fails with no spare page before" \
 	"1 ; no spare page before: nothing to give back; the CPUs' caches held no page before: their drain is not shown" \
 	"$(check pool_shrunk_check "$work/none" "$a")"
 pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=216 frees=50
-expect "pool_shrunk_check fails a counter gone backwards" "1 ; frees went backwards: 60 -> 50" \
+expect "pool_shrunk_check fails a counter gone backwards" \
+	"1 ; frees went backwards: 60 -> 50; spare pages not conserved: the counters account for -10, the pool holds 0" \
 	"$(check pool_shrunk_check "$b" "$a")"
 pstats "$a" clean=0 dirty=0 cpu_clean=0 cpu_dirty=0 shrunk=-
 expect "pool_shrunk_check fails without shrunk" \
-	"1 ; shrunk '0' -> '': not one integer each; after: shrunk '' missing, repeated or not an integer; shrunk +0, but there were 216 spare pages" \
+	"1 ; shrunk '0' -> '': not one integer each; a: shrunk '' missing, repeated or not an integer; spare pages not conserved: the counters account for 216, the pool holds 0; after: shrunk '' missing, repeated or not an integer" \
 	"$(check pool_shrunk_check "$b" "$a")"
 
 # pool_spare_balance.
 pool_spare_balance "$b"
 expect "pool_spare_balance passes spare pages the counters account for" "0 ''" "$? '$pool_problems'"
 expect "pool_spare_balance's detail" \
-	"pool: 216 spare pages; refills 256 + frees 60 - frees_over_capacity 0 - hits 100 - shrunk 0 - cpu_dead_freed 0 = 216" \
+	"pool: 216 spare pages; refills 256 + frees 60 - frees_over_capacity 0 - hits 100 - shrunk 0 - cpu_dead_freed 0 - zeroed_freed 0 = 216" \
 	"$pool_detail"
 pstats "$a" clean=180 cpu_dead_freed=20 shrunk=16 dirty=0 frees_over_capacity=0
 expect "pool_spare_balance counts the pages shrunk and freed from dead CPUs" "0 " \
@@ -548,6 +590,32 @@ expect "pool_spare_balance fails frees kept and counted as freed" \
 pstats "$a" cpu_dead_freed=-
 expect "pool_spare_balance fails without cpu_dead_freed" \
 	"1 ; s: cpu_dead_freed '' missing, repeated or not an integer" "$(check pool_spare_balance "$a")"
+
+# pool_tables_check: $b has outstanding 40 and fallbacks 4; a map of 200
+# mappings needs 203 tables.
+pstats "$a" hits=303 allocs=307 outstanding=243
+pool_tables_check "$b" "$a" 300 503
+expect "pool_tables_check passes every table from the pool" "0 ''" "$? '$pool_problems'"
+expect "pool_tables_check's detail" \
+	"tables: nr_iommu_pages 300 -> 503 (+203), outstanding 40 -> 243 (+203), fallbacks +0" "$pool_detail"
+pstats "$a" hits=300 allocs=307 fallbacks=7 outstanding=240
+expect "pool_tables_check passes tables left to C" "0 " "$(check pool_tables_check "$b" "$a" 300 503)"
+pstats "$a" hits=303 allocs=307 frees=61 outstanding=242
+expect "pool_tables_check passes a table freed to the pool meanwhile" "0 " \
+	"$(check pool_tables_check "$b" "$a" 300 502)"
+pstats "$a" hits=303 allocs=307 outstanding=243
+expect "pool_tables_check fails a table the pool counts out and the kernel does not" \
+	"1 ; nr_iommu_pages +202, but the pool handed out 203 tables more than it got back and left 0 to C" \
+	"$(check pool_tables_check "$b" "$a" 300 502)"
+expect "pool_tables_check fails a table the kernel counts and the pool does not" \
+	"1 ; nr_iommu_pages +204, but the pool handed out 203 tables more than it got back and left 0 to C" \
+	"$(check pool_tables_check "$b" "$a" 300 504)"
+expect "pool_tables_check fails an empty reading" "1 ; nr_iommu_pages '300' -> '': not integers" \
+	"$(check pool_tables_check "$b" "$a" 300 "")"
+pstats "$a" outstanding=-
+expect "pool_tables_check fails without outstanding" \
+	"1 ; a: outstanding '' missing, repeated or not an integer; nr_iommu_pages +203, but the pool handed out -40 tables more than it got back and left 0 to C" \
+	"$(check pool_tables_check "$b" "$a" 300 503)"
 
 # pool_spare_pfns_check: 3 spare pages.
 pstats "$a" clean=2 dirty=1

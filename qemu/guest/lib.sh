@@ -307,34 +307,93 @@ pool_cpu_dead_check() {
 	[ -z "$pool_problems" ]
 }
 
+# pool_spare_conserved BEFORE AFTER: whether the spare pages (clean + dirty,
+# the CPUs' caches included) went from BEFORE to AFTER, two saved stats files
+# of one load, exactly as the counters say. Every way a spare page comes or
+# goes is counted (iommu-pt/):
+#  + refills: pages the worker allocated and kept (refill.rs, fill: the pages
+#    file_clean kept; those it had no room for are freed uncounted);
+#  + frees - frees_over_capacity: each table taken back is one spare page
+#    more (pool.rs, free: frees += 1); the pages that free sent to the page
+#    allocator, the table itself or a batch spilled from a full cache to a
+#    full depot, are counted in frees_over_capacity (+= spill.len());
+#  - hits: each request served takes one (pool.rs, alloc);
+#  - shrunk: the pages the shrinker took out of a depot or a CPU's cache and
+#    dropped (shrinker.rs, scan: freed, drain_cpu_caches' count);
+#  - cpu_dead_freed: a dead CPU's pages that its depot had no room for
+#    (pool.rs, cpu_dead);
+#  - zeroed_freed: dirty pages the worker zeroed outside the depot's lock
+#    that the depot, filled by frees meanwhile, had no room for (refill.rs,
+#    zero_dirty).
+# Zeroing (dirty to clean), a cache taking a batch from its depot or spilling
+# one into it, and a dead CPU's pages moved into a depot (cpu_dead_moved)
+# move pages without changing their number. So, whatever ran in between:
+#   spare(AFTER) = spare(BEFORE) + refills + frees - frees_over_capacity
+#                  - hits - shrunk - cpu_dead_freed - zeroed_freed
+#                  (each counter's growth)
+# pool_spare_balance is the same law counted from the load. One way to keep
+# it while losing pages: a shrinker that counts pages in shrunk and takes them
+# out of the pool but never frees them: the counters cannot tell that from a
+# shrink, and free memory is too noisy to count it exactly. Not from a $(...)
+# subshell: sets pool_detail and pool_problems; fails if there are problems.
+POOL_CONSERVED_STATS="clean dirty refills frees frees_over_capacity hits shrunk cpu_dead_freed zeroed_freed"
+pool_spare_conserved() {
+	local spare0 spare1 kept
+	local b_clean b_dirty b_refills b_frees b_frees_over_capacity b_hits b_shrunk b_cpu_dead_freed \
+		b_zeroed_freed a_clean a_dirty a_refills a_frees a_frees_over_capacity a_hits a_shrunk \
+		a_cpu_dead_freed a_zeroed_freed
+	local d_refills d_frees d_frees_over_capacity d_hits d_shrunk d_cpu_dead_freed d_zeroed_freed
+	pool_problems=""
+	# shellcheck disable=SC2086 # a list of names
+	stats_get b "$1" $POOL_CONSERVED_STATS
+	# shellcheck disable=SC2086
+	stats_get a "$2" $POOL_CONSERVED_STATS
+	d_refills=$((a_refills - b_refills)) d_frees=$((a_frees - b_frees))
+	d_frees_over_capacity=$((a_frees_over_capacity - b_frees_over_capacity))
+	d_hits=$((a_hits - b_hits)) d_shrunk=$((a_shrunk - b_shrunk))
+	d_cpu_dead_freed=$((a_cpu_dead_freed - b_cpu_dead_freed))
+	d_zeroed_freed=$((a_zeroed_freed - b_zeroed_freed))
+	spare0=$((b_clean + b_dirty)) spare1=$((a_clean + a_dirty))
+	kept=$((spare0 + d_refills + d_frees - d_frees_over_capacity - d_hits - d_shrunk - d_cpu_dead_freed - d_zeroed_freed))
+	pool_detail="spare pages $spare0 + refills $d_refills + frees $d_frees - frees_over_capacity $d_frees_over_capacity - hits $d_hits - shrunk $d_shrunk - cpu_dead_freed $d_cpu_dead_freed - zeroed_freed $d_zeroed_freed = $kept, $spare1 after"
+	[ "$spare1" -eq "$kept" ] ||
+		pool_problems="$pool_problems; spare pages not conserved: the counters account for $kept, the pool holds $spare1"
+	[ -z "$pool_problems" ]
+}
+
 # pool_shrunk_check BEFORE AFTER: whether the shrinker gave every spare page
-# back between two saved stats files, the pool idle: there were spare pages,
-# some of them in the CPUs' caches (which the shrinker drains too); after,
-# clean and dirty are both 0 (nothing refilled an idle pool); shrunk grew by
-# exactly the spare pages there were; no counter went backwards. Not from a
-# $(...) subshell: sets pool_detail and pool_problems; fails if there are
-# problems.
+# back between two saved stats files, both of a quiet pool (drop_caches=2 in
+# between: drop_slab, mm/vmscan.c, asks each shrinker at priority 0 to scan
+# everything it counts, until a round frees almost nothing): there were spare
+# pages, some of them in the CPUs' caches (which the shrinker drains once the
+# depot is empty: shrinker.rs); after, clean and dirty are both 0, the floor:
+# the shrinker counts every spare page (count: the depot's and the caches'
+# hints) and takes them all, and nothing kicks the worker to refill an idle
+# pool; the spare pages went exactly where the counters say
+# (pool_spare_conserved: with nothing else moving, shrunk grew by the spare
+# pages there were); no counter went backwards. Not from a $(...) subshell:
+# sets pool_detail and pool_problems; fails if there are problems.
 pool_shrunk_check() {
-	local problems spare0 cache0 shrunk
+	local problems spare0 cache0 conserved
 	local before_clean before_dirty before_cpu_clean before_cpu_dirty before_shrunk \
 		after_clean after_dirty after_cpu_clean after_cpu_dirty after_shrunk
 	pool_counters_kept "$1" "$2"
 	problems=$pool_problems
+	pool_spare_conserved "$1" "$2"
+	problems="$problems$pool_problems"
+	conserved=$pool_detail
 	pool_problems=""
 	stats_get before "$1" clean dirty cpu_clean cpu_dirty shrunk
 	stats_get after "$2" clean dirty cpu_clean cpu_dirty shrunk
 	pool_problems="$problems$pool_problems"
 	spare0=$((before_clean + before_dirty)) cache0=$((before_cpu_clean + before_cpu_dirty))
-	shrunk=$((after_shrunk - before_shrunk))
-	pool_detail="pool: clean $before_clean -> $after_clean, dirty $before_dirty -> $after_dirty (in the CPUs' caches $cache0 -> $((after_cpu_clean + after_cpu_dirty))), shrunk +$shrunk"
+	pool_detail="pool: clean $before_clean -> $after_clean, dirty $before_dirty -> $after_dirty (in the CPUs' caches $cache0 -> $((after_cpu_clean + after_cpu_dirty))), shrunk +$((after_shrunk - before_shrunk)); $conserved"
 	[ "$spare0" -ge 1 ] || pool_problems="$pool_problems; no spare page before: nothing to give back"
 	[ "$cache0" -ge 1 ] ||
 		pool_problems="$pool_problems; the CPUs' caches held no page before: their drain is not shown"
 	if [ "$after_clean" -ne 0 ] || [ "$after_dirty" -ne 0 ]; then
 		pool_problems="$pool_problems; spare pages left: clean $after_clean, dirty $after_dirty"
 	fi
-	[ "$shrunk" -eq "$spare0" ] ||
-		pool_problems="$pool_problems; shrunk +$shrunk, but there were $spare0 spare pages"
 	[ -z "$pool_problems" ]
 }
 
@@ -342,23 +401,56 @@ pool_shrunk_check() {
 # (clean + dirty) are exactly those its counters account for since the load:
 # the worker's refills, plus the tables freed to the pool (frees, less
 # frees_over_capacity), less the tables it served (hits), the pages the
-# shrinker gave back (shrunk) and those of dead CPUs' caches freed
-# (cpu_dead_freed). A counter lost or counted twice (a dead CPU's counters
+# shrinker gave back (shrunk), those of dead CPUs' caches freed
+# (cpu_dead_freed) and the zeroed pages the worker found no room for
+# (zeroed_freed). A counter lost or counted twice (a dead CPU's counters
 # folded in and kept on its coming back, say) breaks it. Meant for a quiet
 # pool (pool_wait_quiet). Not from a $(...) subshell: sets pool_detail and
 # pool_problems; fails if there are problems.
-POOL_BALANCE_STATS="clean dirty refills frees frees_over_capacity hits shrunk cpu_dead_freed"
+POOL_BALANCE_STATS="clean dirty refills frees frees_over_capacity hits shrunk cpu_dead_freed zeroed_freed"
 pool_spare_balance() {
 	local spare kept
-	local s_clean s_dirty s_refills s_frees s_frees_over_capacity s_hits s_shrunk s_cpu_dead_freed
+	local s_clean s_dirty s_refills s_frees s_frees_over_capacity s_hits s_shrunk s_cpu_dead_freed \
+		s_zeroed_freed
 	pool_problems=""
 	# shellcheck disable=SC2086 # a list of names
 	stats_get s "$1" $POOL_BALANCE_STATS
 	spare=$((s_clean + s_dirty))
-	kept=$((s_refills + s_frees - s_frees_over_capacity - s_hits - s_shrunk - s_cpu_dead_freed))
-	pool_detail="pool: $spare spare pages; refills $s_refills + frees $s_frees - frees_over_capacity $s_frees_over_capacity - hits $s_hits - shrunk $s_shrunk - cpu_dead_freed $s_cpu_dead_freed = $kept"
+	kept=$((s_refills + s_frees - s_frees_over_capacity - s_hits - s_shrunk - s_cpu_dead_freed - s_zeroed_freed))
+	pool_detail="pool: $spare spare pages; refills $s_refills + frees $s_frees - frees_over_capacity $s_frees_over_capacity - hits $s_hits - shrunk $s_shrunk - cpu_dead_freed $s_cpu_dead_freed - zeroed_freed $s_zeroed_freed = $kept"
 	[ "$spare" -eq "$kept" ] ||
 		pool_problems="$pool_problems; $spare spare pages, but the counters account for $kept"
+	[ -z "$pool_problems" ]
+}
+
+# pool_tables_check BEFORE AFTER NR0 NR1: whether the tables that live
+# domains gained between two saved stats files of one load are exactly those
+# the counters account for. Every table page of a generic_pt domain is asked
+# of the pool first (iommu_alloc_table_pages_node_sz, patch 0010; pool.rs,
+# alloc: allocs = hits + fallbacks), and the kernel counts each one in
+# NR_IOMMU_PAGES once, whoever gave it; the pool's tables out are
+# outstanding (hits - frees, stats.rs), and a table freed to the pool lowers
+# both. So while no other table is freed (one of C's or of an earlier load,
+# which go to the page allocator: as in a map into the harness's own domain,
+# nothing torn down), NR_IOMMU_PAGES grows from NR0 to NR1 by exactly the
+# growth of outstanding plus that of fallbacks. A table counted by the kernel
+# and not by the pool, or the reverse, breaks it. Not from a $(...) subshell:
+# sets pool_detail and pool_problems; fails if there are problems.
+pool_tables_check() {
+	local grown out fb
+	local b_outstanding b_fallbacks a_outstanding a_fallbacks
+	pool_problems=""
+	stats_get b "$1" outstanding fallbacks
+	stats_get a "$2" outstanding fallbacks
+	if ! integers "$3" "$4"; then
+		pool_detail="tables: nr_iommu_pages '$3' -> '$4'"
+		pool_problems="$pool_problems; nr_iommu_pages '$3' -> '$4': not integers"
+		return 1
+	fi
+	grown=$(($4 - $3)) out=$((a_outstanding - b_outstanding)) fb=$((a_fallbacks - b_fallbacks))
+	pool_detail="tables: nr_iommu_pages $3 -> $4 (+$grown), outstanding $b_outstanding -> $a_outstanding (+$out), fallbacks +$fb"
+	[ "$grown" -eq $((out + fb)) ] ||
+		pool_problems="$pool_problems; nr_iommu_pages +$grown, but the pool handed out $out tables more than it got back and left $fb to C"
 	[ -z "$pool_problems" ]
 }
 

@@ -9,17 +9,22 @@
 # 2. Loading the module runs its KUnit suite (iommu_pt_pool).
 # 3. The igb NIC, bound to vfio-pci, is attached to an iommufd IOAS; a sparse map
 #    takes its tables from the pool (hits grow by at least one table per
-#    mapping), and the teardown after the unmap brings every page back
-#    (outstanding returns to its value before, and so does nr_iommu_pages).
+#    mapping), and the tables of that domain are counted exactly: the growth
+#    of nr_iommu_pages is that of outstanding plus the tables left to C
+#    (lib.sh's pool_tables_check); the teardown after the unmap brings every
+#    page back (outstanding returns to its value before, and so does
+#    nr_iommu_pages).
 # 4. A dense map fills whole leaf tables; its unmap clears them entry by entry
 #    and frees them, and they come back to the pool as clean pages, each
 #    checked all zero (zero_check=1, as in every stage) and not zeroed again.
 #    Then every spare page goes back under memory pressure (drop_caches runs
 #    the shrinker), counted exactly: with the pool idle and quiet, clean and
-#    dirty drop to 0, the CPUs' caches' pages included, and shrunk grows by
-#    the spare pages there were.
+#    dirty drop to 0, the CPUs' caches' pages included, and the spare pages
+#    are conserved (shrunk grows by the spare pages there were: lib.sh's
+#    pool_shrunk_check).
 # 5. The module, loaded again (full), is unloaded and loaded 20 times while a
-#    mapped domain with tables from the pool stays alive; the domain is then
+#    mapped domain with tables from the pool (counted exactly, as in 3) stays
+#    alive; the domain is then
 #    torn down. Tables from earlier loads go back to the page allocator:
 #    nr_iommu_pages returns to its starting value, no warning is printed, and
 #    the kernel's taint flags changed only by the module's load (lib.sh's
@@ -122,16 +127,26 @@ result $? pool_igb_bound_to_vfio_pci
 # pages (the map below is checked whether it came or not).
 pool_wait_clean $((MAPPINGS + 16)) 30 || true
 echo "# clean spare pages before the map: $(pool_stat clean)"
+# The domain is the harness's own and nothing else maps or unmaps meanwhile:
+# its tables are exactly what nr_iommu_pages gains, and the pool's counters
+# must account for each (pool_tables_check).
+pool_stats_save "$st/map0"
 hits0=$(pool_stat hits) out0=$(pool_stat outstanding) iommu0=$(vmstat nr_iommu_pages)
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
+iommu1=$(vmstat nr_iommu_pages)
+pool_stats_save "$st/map1"
 hits1=$(pool_stat hits) out1=$(pool_stat outstanding)
-echo "# $map_state: hits $hits0 -> $hits1, outstanding $out0 -> $out1"
+pool_tables_check "$st/map0" "$st/map1" "$iommu0" "$iommu1"
+tables_rc=$?
+echo "# $map_state: hits $hits0 -> $hits1; $pool_detail"
+[ -z "$pool_problems" ] || echo "# ${pool_problems#; }"
 if [ "$bypass" -eq 0 ]; then
-	[ "$map_state" = mapped ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ] && [ $((out1 - out0)) -ge "$MAPPINGS" ]
+	[ "$map_state" = mapped ] && [ "$tables_rc" -eq 0 ] && [ $((hits1 - hits0)) -ge "$MAPPINGS" ]
 	result $? pool_serves_domain_tables
 else
-	[ "$map_state" = mapped ] && integers "$hits1" "$out0" "$out1" && [ "$hits1" -eq 0 ] &&
-		[ "$out1" -eq "$out0" ] && [ "$(pool_stat clean)" = 0 ] && [ "$(pool_stat dirty)" = 0 ]
+	[ "$map_state" = mapped ] && [ "$tables_rc" -eq 0 ] && integers "$hits1" "$out0" "$out1" &&
+		[ "$hits1" -eq 0 ] && [ "$out1" -eq "$out0" ] && [ "$(pool_stat clean)" = 0 ] &&
+		[ "$(pool_stat dirty)" = 0 ]
 	result $? pool_bypassed_for_domain_tables
 fi
 map_next
@@ -191,15 +206,21 @@ fi
 # loaded again, it is full, and the domain's tables come from it.
 reloaded=0
 pool_reloads "$ko" 1 && reloaded=1
-hits0=$(pool_stat hits)
+pool_stats_save "$st/churn0"
+hits0=$(pool_stat hits) churn_iommu0=$(vmstat nr_iommu_pages)
 map_start "$bin/iommufd-map" "$vfio" "$MAPPINGS"
+churn_iommu1=$(vmstat nr_iommu_pages)
+pool_stats_save "$st/churn1"
 hits1=$(pool_stat hits)
-echo "# before the churn: reloaded $reloaded, $map_state, hits $hits0 -> $hits1"
+pool_tables_check "$st/churn0" "$st/churn1" "$churn_iommu0" "$churn_iommu1"
+tables_rc=$?
+echo "# before the churn: reloaded $reloaded, $map_state, hits $hits0 -> $hits1; $pool_detail"
+[ -z "$pool_problems" ] || echo "# ${pool_problems#; }"
 if [ "$bypass" -eq 0 ]; then
-	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ] && integers "$hits0" "$hits1" &&
-		[ $((hits1 - hits0)) -ge "$MAPPINGS" ]
+	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ] && [ "$tables_rc" -eq 0 ] &&
+		integers "$hits0" "$hits1" && [ $((hits1 - hits0)) -ge "$MAPPINGS" ]
 else
-	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ]
+	[ "$reloaded" -eq 1 ] && [ "$map_state" = mapped ] && [ "$tables_rc" -eq 0 ]
 fi
 result $? pool_domain_mapped_before_churn
 pool_reloads "$ko" "$CHURN"
