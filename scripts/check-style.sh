@@ -5,8 +5,8 @@
 # with CLIPPY=1 and no warning, and checkpatch --strict on our own patches
 # (0010 onwards; the seed series 0001-0009 stays as posted) and on the
 # benchmark's kernel module (bench/kmod); shellcheck on the shell scripts; and
-# the self-tests of the KTAP judge, the guest library and the guest's table
-# reader.
+# that every mutant still applies; the self-tests of the KTAP judge, the guest
+# library and the guest's table reader.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -72,6 +72,23 @@ elif ! out=$(in_root sh -c 'cd "$1" && shift && exec shellcheck -x -S warning -f
 	printf '%s\n' "$out" | sed 's/^/  | /' >&2
 	status=1
 fi
+# Every mutant still plants its defect: it applies, without fuzz, to the tree
+# it names (the repository, or the kernel tree for "Tree: kernel"). Without
+# this, a change to the code under a mutant leaves it broken until the next
+# scripts/mutants/run.sh, which nothing runs on its own.
+log "mutants: each applies to today's code"
+nmutants=0
+for m in "$REPO"/scripts/mutants/*.patch; do
+	target=$REPO
+	grep -q '^Tree: kernel$' "$m" && target=$SRC
+	if ! out=$(patch -p1 -F0 --dry-run -d "$target" <"$m" 2>&1); then
+		warn "mutant $(basename "$m" .patch) no longer applies to ${target}:"
+		printf '%s\n' "$out" | sed 's/^/  | /' >&2
+		status=1
+	fi
+	nmutants=$((nmutants + 1))
+done
+[ "$nmutants" -ge 20 ] || { warn "only $nmutants mutants in scripts/mutants/, expected dozens"; status=1; }
 # The KTAP judge's self-test, over the crafted logs in scripts/ktap-cases/.
 python3 "$REPO/scripts/test-ktap.py" || { warn "scripts/ktap.py failed its self-test"; status=1; }
 # The guest library's checks, fed what they must accept and what they must refuse.
