@@ -59,6 +59,10 @@ module! {
             default: 0,
             description: "1: check that every table freed as all zero is, counting failures (0 or 1)",
         },
+        prefill: u32 {
+            default: 1,
+            description: "1: pre-fill the depots from the page allocator and pre-zero the tables given back, in quiet periods; 0: neither, the pool keeps only the tables given back (0 or 1)",
+        },
     },
 }
 
@@ -78,9 +82,10 @@ impl kernel::Module for IommuPtModule {
             module_parameters::low_watermark.value(),
             module_parameters::high_watermark.value(),
             module_parameters::zero_check.value(),
-        )?;
+        )?
+        .with_prefill(module_parameters::prefill.value())?;
         let pool = pool::Pool::new(limits, page_allocator_checks_freed_pages())?;
-        // Fill the depots of the CPUs' nodes before the first request.
+        // Fill the depots of the CPUs' nodes before the first request (with `prefill`).
         pool.set_up_cpu_nodes()?;
         refill::refill_now(&pool);
 
@@ -101,10 +106,15 @@ impl kernel::Module for IommuPtModule {
             );
         }
         pr_info!(
-            "providing generic_pt table pages (capacity {}, watermarks {}..{})\n",
+            "providing generic_pt table pages (capacity {}, watermarks {}..{}, {})\n",
             limits.capacity(),
             limits.low(),
-            limits.high()
+            limits.high(),
+            if limits.prefill() {
+                "pre-filled"
+            } else {
+                "no pre-fill"
+            }
         );
         Ok(Self {
             provider: Some(provider),

@@ -33,9 +33,12 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    /// Starts the worker, unless it is queued already.
+    /// Starts the worker, unless it is queued already, or it would have nothing to do: without
+    /// `prefill` it only sets up the depots that requests asked for.
     pub(crate) fn kick(&self) {
-        self.worker.kick(&self.queue);
+        if self.pool.limits().prefill() || self.pool.depot_wanted() {
+            self.worker.kick(&self.queue);
+        }
     }
 }
 

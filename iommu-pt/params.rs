@@ -7,8 +7,8 @@ use kernel::prelude::*;
 /// The most pages a node's pool may hold: 1 GiB of 4 KiB pages.
 pub(crate) const MAX_CAPACITY: u32 = 1 << 18;
 
-/// The pool's size limits, in pages per NUMA node, and whether it checks the tables freed as all
-/// zero.
+/// The pool's size limits, in pages per NUMA node, whether it checks the tables freed as all
+/// zero, and whether its worker pre-fills and pre-zeroes the depots.
 ///
 /// # Invariants
 ///
@@ -19,6 +19,7 @@ pub(crate) struct Limits {
     low: usize,
     high: usize,
     zero_check: bool,
+    prefill: bool,
 }
 
 impl Limits {
@@ -51,6 +52,20 @@ impl Limits {
             low: low as usize,
             high: high as usize,
             zero_check: zero_check == 1,
+            prefill: true,
+        })
+    }
+
+    /// These limits, with pre-filling and pre-zeroing on (`prefill` 1, as [`Limits::new`] makes
+    /// them) or off (0), saying so if `prefill` is neither.
+    pub(crate) fn with_prefill(self, prefill: u32) -> Result<Self> {
+        if prefill > 1 {
+            pr_err!("prefill={prefill}: use 0 (keep only the tables given back) or 1 (pre-fill and pre-zero)\n");
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            prefill: prefill == 1,
+            ..self
         })
     }
 
@@ -72,5 +87,13 @@ impl Limits {
     /// The refill worker fills a node's pool up to this many pages.
     pub(crate) fn high(&self) -> usize {
         self.high
+    }
+
+    /// Whether the worker fills the depots from the page allocator up to [`Limits::high`] and
+    /// zeroes their dirty pages while requests leave them alone. Without it the pool holds only
+    /// the tables generic_pt gave back, a dirty one is zeroed when it is handed out, and the
+    /// worker only sets up the depots that requests ask for.
+    pub(crate) fn prefill(&self) -> bool {
+        self.prefill
     }
 }

@@ -87,6 +87,11 @@ pub(crate) fn refill_now(pool: &Pool) {
     if pool.bypassed() {
         return;
     }
+    if !pool.limits().prefill() {
+        // Nothing to fill or zero: only the depots that requests asked for.
+        set_up_wanted(pool);
+        return;
+    }
     let start = Instant::<Monotonic>::now();
     let stats = &pool.worker_stats;
     stats.runs.add(1, Relaxed);

@@ -175,6 +175,46 @@ mod pool_tests {
         assert!(Limits::new(16, 4, 16, 0).is_ok());
         assert!(Limits::new(16, 4, 16, 1).is_ok_and(|l| l.zero_check()));
         assert!(Limits::new(MAX_CAPACITY, 1, MAX_CAPACITY, 0).is_ok());
+        let limits = Limits::new(16, 4, 16, 0);
+        assert!(limits.is_ok_and(|l| l.prefill()));
+        assert!(limits.and_then(|l| l.with_prefill(2)).is_err());
+        assert!(limits
+            .and_then(|l| l.with_prefill(0))
+            .is_ok_and(|l| !l.prefill()));
+    }
+
+    #[test]
+    fn without_prefill_the_pool_keeps_only_the_tables_given_back() -> Result {
+        let pool = Pool::new(Limits::new(64, 4, 32, 0)?.with_prefill(0)?, false)?;
+        let one_cpu = MigrationDisabled::new();
+        let home = node(home_node()?)?;
+        pool.set_up_cpu_nodes()?;
+        refill::refill_now(&pool);
+        // Nothing was filled: the first request goes to C.
+        let first = pool.alloc(home).0;
+        let given = dirty(ZeroedPage::alloc_node(home, GFP_KERNEL | __GFP_THISNODE)?)?;
+        let pfn = given.pfn();
+        pool.free_dirty(given);
+        // Neither filled nor zeroed by the worker's run: the table given back is handed out
+        // again, zeroed then.
+        refill::refill_now(&pool);
+        let second = pool.alloc(home).0.ok_or(ENOMEM)?;
+        drop(one_cpu);
+        let (counters, spare) = pool.snapshot();
+        assert!(first.is_none());
+        assert_eq!(second.pfn(), pfn);
+        assert!(is_zero(&second)?);
+        assert_eq!(
+            (counters.hits, counters.fallbacks, counters.zeroed_on_alloc),
+            (1, 1, 1)
+        );
+        assert_eq!(pool.worker_stats.refills.load(Relaxed), 0);
+        assert_eq!(pool.worker_stats.zeroed.load(Relaxed), 0);
+        assert_eq!(
+            spare.clean + spare.dirty + spare.cpu_clean + spare.cpu_dirty,
+            0
+        );
+        Ok(())
     }
 
     #[test]
