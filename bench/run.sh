@@ -8,7 +8,7 @@
 # (bench/report.py); the tables are printed at the end.
 #
 # usage: bench/run.sh [--runs N] [--clock wall|icount|both] [--mode MODE] [--only LIST]
-#                     [--skip-build]
+#                     [--pool-args 'NAME=NUMBER ...'] [--skip-build]
 #
 # --runs N       runs per workload and allocator (default 5, at least 2)
 # --clock wall   multi-threaded TCG (or KVM), 2 vCPUs: times are emulated wall time;
@@ -28,6 +28,10 @@
 #                tables, vtdss format; the default), scalable (first-stage, x86_64)
 #                or amd (AMD-Vi v1 tables, amdv1); the results go to
 #                bench/results/<timestamp>/<clock>-<mode>/ for a mode other than legacy
+# --pool-args    iommu_pt's module parameters for each load of the pool, e.g.
+#                'prefill=0' (no pre-fill and no pre-zeroing: the pool keeps only
+#                the tables given back); the results go to a directory named
+#                after them too (icount-prefill_0/)
 
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -36,14 +40,16 @@ clock=both
 skip_build=0
 only=all
 mode=legacy
+pool_args=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=${2:?--runs needs a number}; shift 2 ;;
 	--clock) clock=${2:?--clock needs wall, icount or both}; shift 2 ;;
 	--only) only=${2:?--only needs a list of workload names}; shift 2 ;;
 	--mode) mode=${2:?--mode needs legacy, scalable or amd}; shift 2 ;;
+	--pool-args) pool_args=${2?--pool-args needs words NAME=NUMBER}; shift 2 ;;
 	--skip-build) skip_build=1; shift ;;
-	-h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR >= 3 && !/^#/ { exit } NR >= 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 	*) die "bench/run.sh: unknown argument '$1' (try --help)" ;;
 	esac
 done
@@ -51,6 +57,19 @@ case "$runs" in '' | *[!0-9]*) die "bench/run.sh: --runs takes a whole number, n
 [ "$runs" -ge 2 ] || die "bench/run.sh: --runs must be at least 2 for a spread"
 case "$clock" in wall | icount | both) ;; *) die "bench/run.sh: --clock is wall, icount or both, not '$clock'" ;; esac
 case "$mode" in legacy | scalable | amd) ;; *) die "bench/run.sh: --mode is legacy, scalable or amd, not '$mode'" ;; esac
+# --pool-args: words NAME=NUMBER, each NAME a parameter iommu_pt declares
+# (iommu-pt/iommu_pt.rs); its values are checked when it loads.
+for a in $pool_args; do
+	case "$a" in
+	[a-z]*=[0-9]*) ;;
+	*) die "bench/run.sh: --pool-args takes words NAME=NUMBER, not '$a'" ;;
+	esac
+	case "${a#*=}" in *[!0-9]*) die "bench/run.sh: --pool-args: '$a' is not NAME=NUMBER" ;; esac
+	grep -qE "^ {8}${a%%=*}: u32 \{" "$REPO/iommu-pt/iommu_pt.rs" ||
+		die "bench/run.sh: --pool-args: iommu_pt has no parameter '${a%%=*}' (iommu-pt/iommu_pt.rs)"
+done
+# shellcheck disable=SC2086 # words, joined by single spaces
+pool_args=$(echo $pool_args)
 # --only's names, checked here, before anything is built or booted, against
 # the workloads bench/guest/bench.sh defines (WORKLOADS, "name|kind|args").
 if [ "$only" != all ]; then
@@ -103,6 +122,7 @@ for c in "${clocks[@]}"; do
 	# The results' directory: the clock, and the mode unless it is the default.
 	sub=$c
 	[ "$mode" = legacy ] || sub=$c-$mode
+	[ -z "$pool_args" ] || sub=$sub-$(echo "$pool_args" | tr ' =' '-_')
 	log "bench: $runs runs per allocator, $accel, clock $c, $mode mode (log: $log)"
 	t0=$(now)
 	# Profiles of this boot only: a run with --only takes none.
@@ -112,12 +132,12 @@ for c in "${clocks[@]}"; do
 		--append "hugepagesz=2M hugepages=8" -- \
 		bench/guest/bench.sh "$runs" "$GUEST_MODULE" \
 		"$GUEST_WORK/bench-kmod/iommu_pt_bench.ko" "$GUEST_WORK/bench-bin" \
-		"$OUT/bench-profiles-$c" "$results" "$only" "$([ "$c" = wall ] && echo 1 || echo 0)"; then
+		"$OUT/bench-profiles-$c" "$results" "$only" "$([ "$c" = wall ] && echo 1 || echo 0)" "$pool_args"; then
 		warn "the $c benchmark guest failed (see $log)"
 		status=1
 		continue
 	fi
-	title="Rust pool vs C allocator: $accel, $mode mode, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs"
+	title="Rust pool vs C allocator: $accel, $mode mode, $([ "$c" = icount ] && echo "icount (instructions as time), 1 TCG thread, 1 vCPU" || echo "wall time, 2 vCPUs"), $runs runs${pool_args:+, iommu_pt $pool_args}"
 	mkdir -p "$dest/$sub" || die "cannot create $dest/$sub"
 	cp "$results" "$dest/$sub/results.txt"
 	# Profiles are taken only by a full run (not with --only).
@@ -126,7 +146,7 @@ for c in "${clocks[@]}"; do
 		--svg "$dest/$sub/ratios.svg" "$results" >"$report"; then
 		{
 			echo
-			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c --mode $mode$([ "$only" = all ] || echo " --only $only")\` ($(($(now) - t0)) s on this machine)."
+			echo "Reproduce: \`bench/run.sh --runs $runs --clock $c --mode $mode$([ "$only" = all ] || echo " --only $only")$([ -z "$pool_args" ] || echo " --pool-args '$pool_args'")\` ($(($(now) - t0)) s on this machine)."
 			if [ "$only" = all ]; then
 				echo
 				echo "Profiles of ten \`map sparse 4096\` (perf record -e cpu-clock -F 4000, self %, top symbols):"

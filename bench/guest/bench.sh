@@ -6,7 +6,7 @@
 # run swaps the order (C first, then Rust first), so that drift over the boot
 # does not favour one side.
 #
-# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS [ONLY [WARMUP]]
+# usage: bench.sh RUNS IOMMU_PT.KO BENCH.KO BENCH_BIN_DIR PROFILE_DIR RESULTS [ONLY [WARMUP [POOL_ARGS]]]
 #
 # ONLY: a comma-separated list of workload names to run, without the profiles
 # (bench/run.sh checks the names against WORKLOADS before it boots); "all"
@@ -18,6 +18,9 @@
 # teardown took 0.6-1.2 ms cold against 0.1 ms warm, and C's first one in the
 # boot 0.75 ms too; bench/RESULTS.md, session 15). Instruction counts do not
 # include translation: icount runs leave it at 0 (the default).
+#
+# POOL_ARGS: iommu_pt's module parameters for every load of the pool (words
+# NAME=NUMBER, bench/run.sh --pool-args; empty by default), e.g. prefill=0.
 #
 # Writes to RESULTS (not the console, where kernel messages could cut a line)
 # the environment as "# " lines and one line per workload and run:
@@ -38,6 +41,7 @@ profiles=$5
 results=$6
 only=${7:-all}
 warmup=${8:-0}
+pool_args=${9:-}
 run_file=/sys/kernel/debug/iommu_pt_bench/run
 . "$(dirname "$0")/../../qemu/guest/lib.sh"
 
@@ -109,6 +113,7 @@ insmod "$bench_ko" || die "cannot load $bench_ko"
 
 echo >&3 "# guest: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r)"
 echo >&3 "# NUMA: CPU 0 on node $cpu0_node, remote workloads for node ${remote_node:-none}; nodes with memory: $(cat /sys/devices/system/node/has_memory)"
+echo >&3 "# iommu_pt parameters: ${pool_args:-the defaults}"
 echo >&3 "# clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 echo >&3 "# perf events: $(perf stat -x, -e cycles,instructions,task-clock true 2>&1 >/dev/null |
 	awk -F, '{ printf "%s=%s ", $3, $1 }')"
@@ -179,7 +184,8 @@ run_workload() {
 run_set() {
 	local run=$1 alloc=$2 w name kind args
 	if [ "$alloc" = rust ]; then
-		insmod "$pool_ko" || die "cannot load $pool_ko"
+		# shellcheck disable=SC2086 # words NAME=NUMBER
+		insmod "$pool_ko" $pool_args || die "cannot load $pool_ko $pool_args"
 		# Start from a full pool: the load fills it to the high watermark.
 		sleep 1
 		if [ -n "$remote_node" ]; then
@@ -229,7 +235,8 @@ done
 # Profiles of the sparse workload that drains the pool, under each allocator.
 mkdir -p "$profiles"
 for alloc in c rust; do
-	[ "$alloc" = rust ] && insmod "$pool_ko" && sleep 1
+	# shellcheck disable=SC2086 # words NAME=NUMBER
+	[ "$alloc" = rust ] && insmod "$pool_ko" $pool_args && sleep 1
 	# perf record cannot write its data file to the 9p share: /tmp, then the report.
 	# Ten times the sparse map, for enough samples.
 	perf record -q -e cpu-clock -F 4000 -g -o "/tmp/perf-$alloc.data" -- \

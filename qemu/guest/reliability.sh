@@ -437,7 +437,7 @@ check_baseline module_churn_no_leak "$pages0"
 
 # 5. Bad input.
 pool_refuses_params "$ko" "capacity=abc" "low_watermark=-1" "high_watermark=0" "capacity=99999999999" \
-	"capacity=0x" "high_watermark=512 capacity=256"
+	"capacity=0x" "high_watermark=512 capacity=256" "prefill=2"
 result $? bad_parameters
 loaded=0
 pool_load "$ko" && [ -r "$POOL_STATS" ] && loaded=1
