@@ -113,11 +113,6 @@ impl Sign {
         was_down
     }
 
-    /// Whether the sign is up.
-    pub(crate) fn is_raised(&self) -> bool {
-        self.0.load(Relaxed)
-    }
-
     /// Takes the sign down; returns whether it was up.
     pub(crate) fn take(&self) -> bool {
         let was_up = self.0.load(Relaxed);

@@ -33,12 +33,9 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    /// Starts the worker, unless it is queued already, or it would have nothing to do: without
-    /// `prefill` it only sets up the depots that requests asked for.
+    /// Starts the worker, unless it is queued already.
     pub(crate) fn kick(&self) {
-        if self.pool.limits().prefill() || self.pool.depot_wanted() {
-            self.worker.kick(&self.queue);
-        }
+        self.worker.kick(&self.queue);
     }
 }
 

@@ -242,11 +242,6 @@ impl Pool {
         self.limits
     }
 
-    /// Whether a request asked for a depot that is not set up yet.
-    pub(crate) fn depot_wanted(&self) -> bool {
-        self.depots().any(|(_, depot)| depot.wanted.is_raised())
-    }
-
     /// Tells the worker to stop: the pool is being torn down.
     pub(crate) fn stop(&self) {
         self.stopping.store(true, Relaxed);
